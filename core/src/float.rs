@@ -1,0 +1,103 @@
+//! The floating-point types the crate works in: `f32` and `f64`, through one small trait.
+//!
+//! Math goes through [`libm`] explicitly, so a host test and a Cortex-M build run the same code
+//! and get the same bits. Sums over samples are always taken in `f64` (see
+//! [`moments`](crate::moments)); `T` is the precision of the data and of the fitted model.
+
+use core::fmt::{Debug, Display};
+use core::ops::{Add, AddAssign, Div, Mul, MulAssign, Neg, Sub, SubAssign};
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for f32 {}
+    impl Sealed for f64 {}
+}
+
+/// `f32` or `f64`. Sealed: the crate's accuracy contracts are stated for these two only.
+pub trait Float:
+    sealed::Sealed
+    + Copy
+    + Default
+    + PartialOrd
+    + Debug
+    + Display
+    + Send
+    + Sync
+    + 'static
+    + Add<Output = Self>
+    + Sub<Output = Self>
+    + Mul<Output = Self>
+    + Div<Output = Self>
+    + Neg<Output = Self>
+    + AddAssign
+    + SubAssign
+    + MulAssign
+{
+    /// 0.
+    const ZERO: Self;
+    /// 1.
+    const ONE: Self;
+    /// Machine epsilon.
+    const EPSILON: Self;
+    /// Converts from `f64`, rounding to nearest.
+    fn from_f64(v: f64) -> Self;
+    /// Converts to `f64` exactly.
+    fn to_f64(self) -> f64;
+    /// Neither NaN nor infinite.
+    fn is_finite(self) -> bool;
+    /// Absolute value.
+    fn abs(self) -> Self;
+    /// Square root (libm, correctly rounded).
+    fn sqrt(self) -> Self;
+    /// Exponential (libm, within 1 ulp).
+    fn exp(self) -> Self;
+    /// Natural logarithm (libm, within 1 ulp).
+    fn ln(self) -> Self;
+    /// Hyperbolic tangent (libm, within 2 ulp).
+    fn tanh(self) -> Self;
+}
+
+macro_rules! impl_float {
+    ($t:ty, $sqrt:path, $exp:path, $ln:path, $tanh:path) => {
+        impl Float for $t {
+            const ZERO: Self = 0.0;
+            const ONE: Self = 1.0;
+            const EPSILON: Self = <$t>::EPSILON;
+            #[inline]
+            fn from_f64(v: f64) -> Self {
+                v as $t
+            }
+            #[inline]
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
+            #[inline]
+            fn is_finite(self) -> bool {
+                <$t>::is_finite(self)
+            }
+            #[inline]
+            fn abs(self) -> Self {
+                <$t>::abs(self)
+            }
+            #[inline]
+            fn sqrt(self) -> Self {
+                $sqrt(self)
+            }
+            #[inline]
+            fn exp(self) -> Self {
+                $exp(self)
+            }
+            #[inline]
+            fn ln(self) -> Self {
+                $ln(self)
+            }
+            #[inline]
+            fn tanh(self) -> Self {
+                $tanh(self)
+            }
+        }
+    };
+}
+
+impl_float!(f32, libm::sqrtf, libm::expf, libm::logf, libm::tanhf);
+impl_float!(f64, libm::sqrt, libm::exp, libm::log, libm::tanh);

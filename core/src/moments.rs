@@ -1,0 +1,521 @@
+//! Streaming, mergeable means, covariances and cross-covariances.
+//!
+//! Every pass over samples in `unmix` is a reduction with two operations: `accumulate` a chunk of
+//! rows, and `merge` another partial result. The same code then runs one sample at a time on a
+//! microcontroller, chunk by chunk over threads, or shard by shard on a cluster.
+//!
+//! # Accuracy contract
+//! Sums are kept in `f64` whatever the data type, and never as raw sums of squares: rows are taken
+//! in blocks of [`BLOCK`], each block is centred on its own mean, and blocks are combined with the
+//! pairwise update of Chan, Golub and LeVeque (1979),
+//! `C = C_a + C_b + delta delta' n_a n_b / n`. The error is therefore relative to the spread of the
+//! data, not to its offset: f32 data with mean 1e4 and unit variance give a covariance within
+//! 1e-7 relative of the exact one (tested with N = 1e6), where a naive f32 sum of squares is off by
+//! more than 1e-2.
+//!
+//! # Determinism
+//! For a given sequence of `accumulate` and `merge` calls the result is the same bits. Different
+//! chunkings of the same rows agree to rounding (about 1e-15 relative), not bit for bit.
+
+use crate::error::{Error, Result, prefix_mut};
+use crate::float::Float;
+
+/// Rows per internal block. Fixed, so that results never depend on anything but the call sequence.
+pub const BLOCK: usize = 32;
+
+/// Checks that `rows` is a whole number of rows of `width` and all finite; `first_row` numbers the
+/// first row in error messages.
+pub(crate) fn check_rows<T: Float>(rows: &[T], width: usize, first_row: u64) -> Result<usize> {
+    if width == 0 || rows.len() % width != 0 {
+        return Err(Error::RaggedRows { len: rows.len(), width });
+    }
+    if let Some(pos) = rows.iter().position(|v| !v.is_finite()) {
+        return Err(Error::NonFinite { row: first_row + (pos / width) as u64, col: pos % width });
+    }
+    Ok(rows.len() / width)
+}
+
+/// Writes the mean of the `nb` rows of `rows` to `bmean` and the centred rows (as f64) to `block`.
+fn centre_block<T: Float>(rows: &[T], d: usize, nb: usize, bmean: &mut [f64], block: &mut [f64]) {
+    bmean.fill(0.0);
+    for row in rows.chunks_exact(d).take(nb) {
+        for (m, x) in bmean.iter_mut().zip(row) {
+            *m += x.to_f64();
+        }
+    }
+    let inv = 1.0 / nb as f64;
+    for m in bmean.iter_mut() {
+        *m *= inv;
+    }
+    for (brow, row) in block.chunks_exact_mut(d).zip(rows.chunks_exact(d)).take(nb) {
+        for ((b, x), m) in brow.iter_mut().zip(row).zip(bmean.iter()) {
+            *b = x.to_f64() - *m;
+        }
+    }
+}
+
+/// `com[i][j] += sum_r bx[r][i] * by[r][j] + dx[i] * dy[j] * f` for `j >= i` when `upper`,
+/// else for all `j`. `com` is `dx_len x dy_len`, row-major.
+#[allow(clippy::too_many_arguments)]
+fn scatter(
+    com: &mut [f64],
+    bx: &[f64],
+    by: &[f64],
+    nb: usize,
+    delta_x: &[f64],
+    delta_y: &[f64],
+    f: f64,
+    upper: bool,
+) {
+    let (nx, ny) = (delta_x.len(), delta_y.len());
+    for (i, crow) in com.chunks_exact_mut(ny).enumerate().take(nx) {
+        let j0 = if upper { i } else { 0 };
+        let crow = &mut crow[j0..];
+        for r in 0..nb {
+            let a = bx[r * nx + i];
+            let brow = &by[r * ny + j0..r * ny + ny];
+            for (c, b) in crow.iter_mut().zip(brow) {
+                *c += a * *b;
+            }
+        }
+        let di = delta_x[i] * f;
+        for (c, dj) in crow.iter_mut().zip(&delta_y[j0..]) {
+            *c += di * *dj;
+        }
+    }
+}
+
+/// Moves `mean` to the combined mean of `n_a` samples at `mean` and `n_b` at `mean + delta`.
+fn shift_mean(mean: &mut [f64], delta: &[f64], n_b: u64, n: u64) {
+    let w = n_b as f64 / n as f64;
+    for (m, dl) in mean.iter_mut().zip(delta) {
+        *m += dl * w;
+    }
+}
+
+/// Read-only view of accumulated moments, whoever owns the storage.
+#[derive(Clone, Copy, Debug)]
+pub struct MomentsRef<'a> {
+    n: u64,
+    d: usize,
+    mean: &'a [f64],
+    comoment: &'a [f64],
+}
+
+impl<'a> MomentsRef<'a> {
+    /// Reassembles a view from its parts, e.g. moments computed elsewhere and sent over a wire:
+    /// `mean` has `d` elements and `comoment` is `d x d` row-major (only its upper triangle is
+    /// read).
+    pub fn from_parts(n: u64, d: usize, mean: &'a [f64], comoment: &'a [f64]) -> Result<Self> {
+        if mean.len() != d {
+            return Err(Error::DimensionMismatch { expected: d, found: mean.len() });
+        }
+        if comoment.len() != d * d {
+            return Err(Error::DimensionMismatch { expected: d * d, found: comoment.len() });
+        }
+        Ok(Self { n, d, mean, comoment })
+    }
+    /// The comoment matrix, `d x d` row-major; only the upper triangle is maintained.
+    pub fn comoment_upper(&self) -> &'a [f64] {
+        self.comoment
+    }
+    /// Samples accumulated.
+    pub fn n_samples(&self) -> u64 {
+        self.n
+    }
+    /// Number of features.
+    pub fn dim(&self) -> usize {
+        self.d
+    }
+    /// The mean of each feature (zeros before any sample).
+    pub fn mean(&self) -> &'a [f64] {
+        self.mean
+    }
+    /// The centred sum of products `sum_t (x_ti - mean_i)(x_tj - mean_j)`.
+    pub fn comoment(&self, i: usize, j: usize) -> f64 {
+        let (a, b) = if i <= j { (i, j) } else { (j, i) };
+        self.comoment[a * self.d + b]
+    }
+    /// The comoment divided by `n - ddof`: ddof 0 is the maximum-likelihood covariance
+    /// (scikit-learn's FastICA), ddof 1 the unbiased one (numpy's `cov`, scikit-learn's PCA).
+    pub fn covariance(&self, i: usize, j: usize, ddof: u32) -> Result<f64> {
+        Ok(self.comoment(i, j) / self.denominator(ddof)?)
+    }
+    /// Writes the full symmetric `d x d` covariance, row-major, to `out`.
+    pub fn covariance_into(&self, ddof: u32, out: &mut [f64]) -> Result<()> {
+        let d = self.d;
+        if out.len() < d * d {
+            return Err(Error::BufferTooSmall { needed: d * d, found: out.len() });
+        }
+        let inv = 1.0 / self.denominator(ddof)?;
+        for i in 0..d {
+            for j in i..d {
+                let c = self.comoment[i * d + j] * inv;
+                out[i * d + j] = c;
+                out[j * d + i] = c;
+            }
+        }
+        Ok(())
+    }
+    fn denominator(&self, ddof: u32) -> Result<f64> {
+        denominator(self.n, ddof)
+    }
+}
+
+/// `n - ddof`, or an error when fewer than `max(2, ddof + 1)` samples were seen.
+fn denominator(n: u64, ddof: u32) -> Result<f64> {
+    let needed = (u64::from(ddof) + 1).max(2);
+    if n < needed {
+        return Err(Error::TooFewSamples { n, needed });
+    }
+    Ok((n - u64::from(ddof)) as f64)
+}
+
+/// The one implementation behind [`Moments`] and [`MomentsBuf`].
+struct State<'s> {
+    n: &'s mut u64,
+    d: usize,
+    mean: &'s mut [f64],
+    comoment: &'s mut [f64],
+    bmean: &'s mut [f64],
+    block: &'s mut [f64],
+}
+
+impl State<'_> {
+    fn accumulate<T: Float>(self, rows: &[T]) -> Result<()> {
+        let d = self.d;
+        check_rows(rows, d, *self.n)?;
+        for chunk in rows.chunks(BLOCK * d) {
+            let nb = chunk.len() / d;
+            centre_block(chunk, d, nb, self.bmean, self.block);
+            let n_new = *self.n + nb as u64;
+            // delta = block mean - running mean, kept in bmean.
+            for (b, m) in self.bmean.iter_mut().zip(self.mean.iter()) {
+                *b -= *m;
+            }
+            let f = *self.n as f64 * nb as f64 / n_new as f64;
+            scatter(self.comoment, self.block, self.block, nb, self.bmean, self.bmean, f, true);
+            shift_mean(self.mean, self.bmean, nb as u64, n_new);
+            *self.n = n_new;
+        }
+        Ok(())
+    }
+
+    fn merge(self, other: MomentsRef<'_>) -> Result<()> {
+        let d = self.d;
+        if other.d != d {
+            return Err(Error::DimensionMismatch { expected: d, found: other.d });
+        }
+        if other.n == 0 {
+            return Ok(());
+        }
+        let n_new = *self.n + other.n;
+        for ((b, om), m) in self.bmean.iter_mut().zip(other.mean).zip(self.mean.iter()) {
+            *b = om - m;
+        }
+        let f = *self.n as f64 * other.n as f64 / n_new as f64;
+        for i in 0..d {
+            let di = self.bmean[i] * f;
+            for j in i..d {
+                self.comoment[i * d + j] += other.comoment[i * d + j] + di * self.bmean[j];
+            }
+        }
+        shift_mean(self.mean, self.bmean, other.n, n_new);
+        *self.n = n_new;
+        Ok(())
+    }
+}
+
+/// Mean and covariance of `D` features, storage inside: usable on the stack or in a `static`.
+///
+/// ```
+/// use unmix::moments::Moments;
+///
+/// static mut UNUSED: Moments<3> = Moments::new(); // fits in a static: no heap anywhere
+///
+/// let mut m = Moments::<2>::new();
+/// m.accumulate(&[1.0f32, 2.0, 3.0, 6.0])?; // two samples, row-major
+/// m.accumulate(&[5.0f32, 10.0])?;          // one more
+/// let view = m.as_ref();
+/// assert_eq!(view.n_samples(), 3);
+/// assert!((view.mean()[1] - 6.0).abs() < 1e-12);
+/// assert!((view.covariance(0, 1, 1)? - 8.0).abs() < 1e-12);
+/// # Ok::<(), unmix::Error>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct Moments<const D: usize> {
+    n: u64,
+    mean: [f64; D],
+    comoment: [[f64; D]; D],
+    bmean: [f64; D],
+    block: [[f64; D]; BLOCK],
+}
+
+impl<const D: usize> Default for Moments<D> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<const D: usize> Moments<D> {
+    /// No samples yet.
+    pub const fn new() -> Self {
+        Self {
+            n: 0,
+            mean: [0.0; D],
+            comoment: [[0.0; D]; D],
+            bmean: [0.0; D],
+            block: [[0.0; D]; BLOCK],
+        }
+    }
+    fn state(&mut self) -> State<'_> {
+        State {
+            n: &mut self.n,
+            d: D,
+            mean: &mut self.mean,
+            comoment: self.comoment.as_flattened_mut(),
+            bmean: &mut self.bmean,
+            block: self.block.as_flattened_mut(),
+        }
+    }
+    /// Adds samples: `rows` is row-major, a whole number of rows of `D`. On error nothing is added.
+    pub fn accumulate<T: Float>(&mut self, rows: &[T]) -> Result<()> {
+        self.state().accumulate(rows)
+    }
+    /// Adds the samples summarised by `other`.
+    pub fn merge(&mut self, other: MomentsRef<'_>) -> Result<()> {
+        self.state().merge(other)
+    }
+    /// The accumulated moments.
+    pub fn as_ref(&self) -> MomentsRef<'_> {
+        MomentsRef { n: self.n, d: D, mean: &self.mean, comoment: self.comoment.as_flattened() }
+    }
+    /// Forgets every sample.
+    pub fn reset(&mut self) {
+        *self = Self::new();
+    }
+}
+
+/// Mean and covariance of `d` features (known at run time) in a buffer the caller lends.
+///
+/// ```
+/// use unmix::moments::MomentsBuf;
+///
+/// let d = 2;
+/// let mut storage = [0.0f64; MomentsBuf::buffer_len(2)];
+/// let mut m = MomentsBuf::new(d, &mut storage)?;
+/// m.accumulate(&[1.0f64, 2.0, 3.0, 6.0, 5.0, 10.0])?;
+/// assert!((m.as_ref().covariance(0, 1, 1)? - 8.0).abs() < 1e-12);
+/// # Ok::<(), unmix::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct MomentsBuf<'a> {
+    n: u64,
+    d: usize,
+    mean: &'a mut [f64],
+    comoment: &'a mut [f64],
+    bmean: &'a mut [f64],
+    block: &'a mut [f64],
+}
+
+impl<'a> MomentsBuf<'a> {
+    /// `f64` elements of storage needed for `d` features.
+    pub const fn buffer_len(d: usize) -> usize {
+        d * d + (BLOCK + 2) * d
+    }
+    /// Takes `buffer_len(d)` elements of `buf` (zeroing them) for `d >= 1` features.
+    pub fn new(d: usize, buf: &'a mut [f64]) -> Result<Self> {
+        if d == 0 {
+            return Err(Error::InvalidParameter("number of features must be at least 1"));
+        }
+        let needed = Self::buffer_len(d);
+        let buf = prefix_mut(buf, needed)?;
+        buf.fill(0.0);
+        let (mean, rest) = buf.split_at_mut(d);
+        let (comoment, rest) = rest.split_at_mut(d * d);
+        let (bmean, block) = rest.split_at_mut(d);
+        Ok(Self { n: 0, d, mean, comoment, bmean, block })
+    }
+    fn state(&mut self) -> State<'_> {
+        State {
+            n: &mut self.n,
+            d: self.d,
+            mean: self.mean,
+            comoment: self.comoment,
+            bmean: self.bmean,
+            block: self.block,
+        }
+    }
+    /// Adds samples: `rows` is row-major, a whole number of rows of `d`. On error nothing is added.
+    pub fn accumulate<T: Float>(&mut self, rows: &[T]) -> Result<()> {
+        self.state().accumulate(rows)
+    }
+    /// Adds the samples summarised by `other`.
+    pub fn merge(&mut self, other: MomentsRef<'_>) -> Result<()> {
+        self.state().merge(other)
+    }
+    /// The accumulated moments.
+    pub fn as_ref(&self) -> MomentsRef<'_> {
+        MomentsRef { n: self.n, d: self.d, mean: self.mean, comoment: self.comoment }
+    }
+    /// Forgets every sample.
+    pub fn reset(&mut self) {
+        self.n = 0;
+        self.mean.fill(0.0);
+        self.comoment.fill(0.0);
+    }
+}
+
+/// Read-only view of accumulated cross-moments of paired samples `(x, y)`.
+#[derive(Clone, Copy, Debug)]
+pub struct CrossMomentsRef<'a> {
+    n: u64,
+    dx: usize,
+    dy: usize,
+    mean_x: &'a [f64],
+    mean_y: &'a [f64],
+    comoment: &'a [f64],
+}
+
+impl<'a> CrossMomentsRef<'a> {
+    /// Sample pairs accumulated.
+    pub fn n_samples(&self) -> u64 {
+        self.n
+    }
+    /// Means of `x` and of `y`.
+    pub fn means(&self) -> (&'a [f64], &'a [f64]) {
+        (self.mean_x, self.mean_y)
+    }
+    /// Writes the `dx x dy` cross-covariance `sum_t (x_t - mx)(y_t - my)' / (n - ddof)`.
+    pub fn cross_covariance_into(&self, ddof: u32, out: &mut [f64]) -> Result<()> {
+        let len = self.dx * self.dy;
+        if out.len() < len {
+            return Err(Error::BufferTooSmall { needed: len, found: out.len() });
+        }
+        let inv = 1.0 / denominator(self.n, ddof)?;
+        for (o, c) in out.iter_mut().zip(self.comoment) {
+            *o = c * inv;
+        }
+        Ok(())
+    }
+}
+
+/// Cross-covariance of `x` (`dx` features) with `y` (`dy` features) in a buffer the caller lends.
+///
+/// ```
+/// use unmix::moments::CrossMomentsBuf;
+///
+/// let mut storage = [0.0f64; CrossMomentsBuf::buffer_len(1, 1)];
+/// let mut m = CrossMomentsBuf::new(1, 1, &mut storage)?;
+/// m.accumulate(&[1.0f64, 2.0, 3.0], &[2.0f64, 4.0, 6.0])?;
+/// let mut c = [0.0];
+/// m.as_ref().cross_covariance_into(1, &mut c)?;
+/// assert!((c[0] - 2.0).abs() < 1e-12);
+/// # Ok::<(), unmix::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct CrossMomentsBuf<'a> {
+    n: u64,
+    dx: usize,
+    dy: usize,
+    mean_x: &'a mut [f64],
+    mean_y: &'a mut [f64],
+    comoment: &'a mut [f64],
+    bmean_x: &'a mut [f64],
+    bmean_y: &'a mut [f64],
+    block_x: &'a mut [f64],
+    block_y: &'a mut [f64],
+}
+
+impl<'a> CrossMomentsBuf<'a> {
+    /// `f64` elements of storage needed.
+    pub const fn buffer_len(dx: usize, dy: usize) -> usize {
+        dx * dy + (BLOCK + 2) * (dx + dy)
+    }
+    /// Takes `buffer_len(dx, dy)` elements of `buf` (zeroing them).
+    pub fn new(dx: usize, dy: usize, buf: &'a mut [f64]) -> Result<Self> {
+        if dx == 0 || dy == 0 {
+            return Err(Error::InvalidParameter("number of features must be at least 1"));
+        }
+        let needed = Self::buffer_len(dx, dy);
+        let buf = prefix_mut(buf, needed)?;
+        buf.fill(0.0);
+        let (mean_x, rest) = buf.split_at_mut(dx);
+        let (mean_y, rest) = rest.split_at_mut(dy);
+        let (comoment, rest) = rest.split_at_mut(dx * dy);
+        let (bmean_x, rest) = rest.split_at_mut(dx);
+        let (bmean_y, rest) = rest.split_at_mut(dy);
+        let (block_x, block_y) = rest.split_at_mut(BLOCK * dx);
+        Ok(Self { n: 0, dx, dy, mean_x, mean_y, comoment, bmean_x, bmean_y, block_x, block_y })
+    }
+    /// Adds paired samples: `x` and `y` row-major with the same number of rows.
+    pub fn accumulate<T: Float>(&mut self, x: &[T], y: &[T]) -> Result<()> {
+        let (dx, dy) = (self.dx, self.dy);
+        let nx = check_rows(x, dx, self.n)?;
+        let ny = check_rows(y, dy, self.n)?;
+        if nx != ny {
+            return Err(Error::DimensionMismatch { expected: nx, found: ny });
+        }
+        for (cx, cy) in x.chunks(BLOCK * dx).zip(y.chunks(BLOCK * dy)) {
+            let nb = cx.len() / dx;
+            centre_block(cx, dx, nb, self.bmean_x, self.block_x);
+            centre_block(cy, dy, nb, self.bmean_y, self.block_y);
+            let n_new = self.n + nb as u64;
+            for (b, m) in self.bmean_x.iter_mut().zip(self.mean_x.iter()) {
+                *b -= *m;
+            }
+            for (b, m) in self.bmean_y.iter_mut().zip(self.mean_y.iter()) {
+                *b -= *m;
+            }
+            let f = self.n as f64 * nb as f64 / n_new as f64;
+            let (bx, by) = (&*self.block_x, &*self.block_y);
+            scatter(self.comoment, bx, by, nb, self.bmean_x, self.bmean_y, f, false);
+            shift_mean(self.mean_x, self.bmean_x, nb as u64, n_new);
+            shift_mean(self.mean_y, self.bmean_y, nb as u64, n_new);
+            self.n = n_new;
+        }
+        Ok(())
+    }
+    /// Adds the pairs summarised by `other`.
+    pub fn merge(&mut self, other: CrossMomentsRef<'_>) -> Result<()> {
+        if other.dx != self.dx || other.dy != self.dy {
+            return Err(Error::DimensionMismatch {
+                expected: self.dx * self.dy,
+                found: other.dx * other.dy,
+            });
+        }
+        if other.n == 0 {
+            return Ok(());
+        }
+        let n_new = self.n + other.n;
+        for ((b, om), m) in self.bmean_x.iter_mut().zip(other.mean_x).zip(self.mean_x.iter()) {
+            *b = om - m;
+        }
+        for ((b, om), m) in self.bmean_y.iter_mut().zip(other.mean_y).zip(self.mean_y.iter()) {
+            *b = om - m;
+        }
+        let f = self.n as f64 * other.n as f64 / n_new as f64;
+        for (i, crow) in self.comoment.chunks_exact_mut(self.dy).enumerate() {
+            let di = self.bmean_x[i] * f;
+            let orow = &other.comoment[i * self.dy..(i + 1) * self.dy];
+            for ((c, o), dj) in crow.iter_mut().zip(orow).zip(self.bmean_y.iter()) {
+                *c += o + di * dj;
+            }
+        }
+        shift_mean(self.mean_x, self.bmean_x, other.n, n_new);
+        shift_mean(self.mean_y, self.bmean_y, other.n, n_new);
+        self.n = n_new;
+        Ok(())
+    }
+    /// The accumulated cross-moments.
+    pub fn as_ref(&self) -> CrossMomentsRef<'_> {
+        CrossMomentsRef {
+            n: self.n,
+            dx: self.dx,
+            dy: self.dy,
+            mean_x: self.mean_x,
+            mean_y: self.mean_y,
+            comoment: self.comoment,
+        }
+    }
+}

@@ -1,0 +1,530 @@
+//! PCA and ZCA whitening fitted from [`moments`](crate::moments), with an optional Haar-random
+//! rotation (the paper's "PCA + Rand" control).
+//!
+//! With covariance `C = U diag(lambda) U'` (eigenvalues descending, `ddof` of the caller's
+//! choosing) and `U_K` the `K` leading eigenvectors:
+//!
+//! | method | whitening (K x D) | output |
+//! |---|---|---|
+//! | [`Method::Pca`] | `B diag(lambda_K)^(-1/2) U_K'` with `B = I` | principal components, unit variance |
+//! | [`Method::Zca`] | the same with `B = U` (so `W = C^(-1/2)`, symmetric; needs `K = D`) | closest white data to the input |
+//!
+//! With [`Rotation::Random`], `B` is replaced by `R B` where `R` is a `K x K` orthogonal matrix
+//! drawn from the Haar measure (Gram-Schmidt on standard normals from a seeded xoshiro256++).
+//! Every variant gives output with identity covariance (at the fitted `ddof`) on the fitted data.
+//! The inverse ("unwhitening", `D x K`) is `U_K diag(lambda_K)^(1/2) B'`, the pseudo-inverse of the
+//! whitening; with `K = D` it reconstructs the input exactly.
+//!
+//! # Conventions
+//! - Eigenvectors carry a deterministic sign: first nonzero entry positive. scikit-learn's FastICA
+//!   flips by the sign of the first entry, which equals ours unless that entry is exactly 0 (where
+//!   scikit-learn zeroes the whole vector).
+//! - Rank: eigenvalues above `rank_rtol * lambda_max` count; asking for more components than that
+//!   is [`Error::RankDeficient`] carrying the effective rank, never a silent clip.
+//! - `ddof = 0` (the default) is scikit-learn's FastICA; `ddof = 1` is scikit-learn's
+//!   `PCA(whiten=True)`.
+//! - Transforms compute in `T`; fitting computes in `f64` and stores the result in `T`.
+
+use crate::error::{Error, Result, prefix_mut};
+use crate::float::Float;
+use crate::linalg;
+use crate::moments::{MomentsRef, check_rows};
+use rand_core::SeedableRng;
+use rand_distr::{Distribution, StandardNormal};
+
+/// Which whitening matrix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Method {
+    /// Project on the leading principal axes and scale each to unit variance.
+    #[default]
+    Pca,
+    /// The symmetric inverse square root of the covariance (all `D` components).
+    Zca,
+}
+
+/// An orthogonal rotation of the whitened space.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Rotation {
+    /// None.
+    #[default]
+    None,
+    /// A Haar-random orthogonal `K x K` matrix drawn from this seed.
+    Random {
+        /// Seed of the xoshiro256++ generator.
+        seed: u64,
+    },
+}
+
+/// How to fit a whitener. The number of components is the shape of the whitener's storage.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct WhitenOptions {
+    /// PCA or ZCA.
+    pub method: Method,
+    /// Optional rotation after whitening.
+    pub rotation: Rotation,
+    /// Delta degrees of freedom of the covariance: 0 (default) or 1.
+    pub ddof: u32,
+    /// Relative eigenvalue threshold for the effective rank, in `[0, 1)`; default `1e-10`.
+    pub rank_rtol: f64,
+}
+
+impl WhitenOptions {
+    /// PCA, no rotation, ddof 0, `rank_rtol` 1e-10.
+    pub const DEFAULT: Self =
+        Self { method: Method::Pca, rotation: Rotation::None, ddof: 0, rank_rtol: 1e-10 };
+}
+
+impl Default for WhitenOptions {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+/// What a fit found besides the matrices.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub struct FitInfo {
+    /// Samples the moments summarised.
+    pub n_samples: u64,
+    /// Eigenvalues above `rank_rtol` times the largest.
+    pub effective_rank: usize,
+    /// The largest eigenvalue of the covariance.
+    pub max_eigenvalue: f64,
+}
+
+/// `f64` workspace elements a fit of `d` features to `k` components needs.
+pub const fn workspace_len(d: usize, k: usize) -> usize {
+    d * d + 2 * d + 2 * k * k
+}
+
+/// `T` storage elements of a fitted whitener of `d` features to `k` components.
+pub const fn storage_len(d: usize, k: usize) -> usize {
+    d + 2 * k * d + k
+}
+
+/// A fitted whitener, viewed: `d -> k`, whoever owns the storage.
+#[derive(Clone, Copy, Debug)]
+pub struct WhitenerView<'a, T> {
+    d: usize,
+    k: usize,
+    mean: &'a [T],
+    whitening: &'a [T],
+    unwhitening: &'a [T],
+    explained_variance: &'a [T],
+    info: FitInfo,
+}
+
+impl<'a, T: Float> WhitenerView<'a, T> {
+    /// Input features `d`.
+    pub fn n_features(&self) -> usize {
+        self.d
+    }
+    /// Output components `k`.
+    pub fn n_components(&self) -> usize {
+        self.k
+    }
+    /// Feature means (`d`).
+    pub fn mean(&self) -> &'a [T] {
+        self.mean
+    }
+    /// Whitening matrix, `k x d` row-major: `z = W (x - mean)`.
+    pub fn whitening(&self) -> &'a [T] {
+        self.whitening
+    }
+    /// Its pseudo-inverse, `d x k` row-major: `x ~ mean + W+ z`.
+    pub fn unwhitening(&self) -> &'a [T] {
+        self.unwhitening
+    }
+    /// Variance along each kept principal axis (the `k` leading eigenvalues), descending.
+    pub fn explained_variance(&self) -> &'a [T] {
+        self.explained_variance
+    }
+    /// Sample count, effective rank and largest eigenvalue of the fit.
+    pub fn info(&self) -> FitInfo {
+        self.info
+    }
+    /// Whitens one sample `x` (`d`) into `z` (`k`).
+    pub fn transform(&self, x: &[T], z: &mut [T]) -> Result<()> {
+        self.transform_rows(x, z)
+    }
+    /// Whitens row-major samples `x` (`n x d`) into `z` (`n x k`).
+    pub fn transform_rows(&self, x: &[T], z: &mut [T]) -> Result<()> {
+        let n = check_rows(x, self.d, 0)?;
+        check_len(z, n * self.k)?;
+        for (xr, zr) in x.chunks_exact(self.d).zip(z.chunks_exact_mut(self.k)) {
+            for (zi, wr) in zr.iter_mut().zip(self.whitening.chunks_exact(self.d)) {
+                let mut acc = T::ZERO;
+                for ((w, xv), m) in wr.iter().zip(xr).zip(self.mean) {
+                    acc += *w * (*xv - *m);
+                }
+                *zi = acc;
+            }
+        }
+        Ok(())
+    }
+    /// Maps one whitened sample `z` (`k`) back to feature space `x` (`d`).
+    pub fn inverse_transform(&self, z: &[T], x: &mut [T]) -> Result<()> {
+        self.inverse_transform_rows(z, x)
+    }
+    /// Maps row-major whitened samples `z` (`n x k`) back to `x` (`n x d`).
+    pub fn inverse_transform_rows(&self, z: &[T], x: &mut [T]) -> Result<()> {
+        let n = check_rows(z, self.k, 0)?;
+        check_len(x, n * self.d)?;
+        for (zr, xr) in z.chunks_exact(self.k).zip(x.chunks_exact_mut(self.d)) {
+            for ((xv, ur), m) in xr.iter_mut().zip(self.unwhitening.chunks_exact(self.k)).zip(self.mean)
+            {
+                let mut acc = *m;
+                for (u, zv) in ur.iter().zip(zr) {
+                    acc += *u * *zv;
+                }
+                *xv = acc;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn check_len<T>(buf: &[T], needed: usize) -> Result<()> {
+    if buf.len() != needed {
+        return Err(Error::DimensionMismatch { expected: needed, found: buf.len() });
+    }
+    Ok(())
+}
+
+/// Mutable storage of a whitener, whoever owns it.
+struct Parts<'a, T> {
+    mean: &'a mut [T],
+    whitening: &'a mut [T],
+    unwhitening: &'a mut [T],
+    explained_variance: &'a mut [T],
+}
+
+/// Workspace split into its pieces.
+struct Scratch<'a> {
+    vectors: &'a mut [f64],
+    values: &'a mut [f64],
+    work: &'a mut [f64],
+    basis: &'a mut [f64],
+    tmp: &'a mut [f64],
+}
+
+impl<'a> Scratch<'a> {
+    fn split(ws: &'a mut [f64], d: usize, k: usize) -> Result<Self> {
+        let needed = workspace_len(d, k);
+        let ws = prefix_mut(ws, needed)?;
+        let (vectors, rest) = ws.split_at_mut(d * d);
+        let (values, rest) = rest.split_at_mut(d);
+        let (work, rest) = rest.split_at_mut(d);
+        let (basis, tmp) = rest.split_at_mut(k * k);
+        Ok(Self { vectors, values, work, basis, tmp })
+    }
+}
+
+/// The one fitting implementation. Writes `out` only once everything has succeeded.
+fn fit_parts<T: Float>(
+    m: MomentsRef<'_>,
+    opts: &WhitenOptions,
+    d: usize,
+    k: usize,
+    out: Parts<'_, T>,
+    s: Scratch<'_>,
+) -> Result<FitInfo> {
+    if m.dim() != d {
+        return Err(Error::DimensionMismatch { expected: d, found: m.dim() });
+    }
+    if k == 0 || k > d || (opts.method == Method::Zca && k != d) {
+        return Err(Error::InvalidComponents { k, d });
+    }
+    if opts.ddof > 1 {
+        return Err(Error::InvalidParameter("ddof must be 0 or 1"));
+    }
+    if !(0.0..1.0).contains(&opts.rank_rtol) {
+        return Err(Error::InvalidParameter("rank_rtol must be in [0, 1)"));
+    }
+    m.covariance_into(opts.ddof, s.vectors)?;
+    linalg::symmetric_eigen(s.vectors, d, s.values, s.work)?;
+    let max_eigenvalue = s.values[0];
+    let effective_rank = if max_eigenvalue > 0.0 {
+        s.values.iter().take_while(|l| **l > opts.rank_rtol * max_eigenvalue).count()
+    } else {
+        0
+    };
+    if k > effective_rank {
+        return Err(Error::RankDeficient { rank: effective_rank, requested: k });
+    }
+    // B: the orthogonal K x K map from principal coordinates to output coordinates.
+    let basis = &mut s.basis[..k * k];
+    match opts.method {
+        Method::Pca => {
+            basis.fill(0.0);
+            for i in 0..k {
+                basis[i * k + i] = 1.0;
+            }
+        }
+        // B[i][l] = u_l[i]; K = D here.
+        Method::Zca => {
+            for i in 0..k {
+                for l in 0..k {
+                    basis[i * k + l] = s.vectors[l * d + i];
+                }
+            }
+        }
+    }
+    if let Rotation::Random { seed } = opts.rotation {
+        let r = &mut s.tmp[..k * k];
+        haar_orthogonal(seed, r, k)?;
+        // basis <- R basis, one column at a time through `work` (k <= d).
+        for col in 0..k {
+            for i in 0..k {
+                s.work[i] = basis[i * k + col];
+            }
+            for i in 0..k {
+                basis[i * k + col] = linalg::dot(&r[i * k..(i + 1) * k], &s.work[..k]);
+            }
+        }
+    }
+    // Success is certain from here: write the outputs.
+    let sqrt_values = &mut s.work[..k];
+    for (r, l) in sqrt_values.iter_mut().zip(s.values.iter()) {
+        *r = libm::sqrt(*l);
+    }
+    for (o, v) in out.mean.iter_mut().zip(m.mean()) {
+        *o = T::from_f64(*v);
+    }
+    for (o, l) in out.explained_variance.iter_mut().zip(s.values.iter()) {
+        *o = T::from_f64(*l);
+    }
+    // whitening[i][j] = sum_l B[i][l] u_l[j] / sqrt(lambda_l)
+    // unwhitening[j][i] = sum_l u_l[j] sqrt(lambda_l) B[i][l]
+    for (i, brow) in basis.chunks_exact(k).enumerate() {
+        for j in 0..d {
+            let (mut w, mut u) = (0.0, 0.0);
+            for (l, (b, r)) in brow.iter().zip(sqrt_values.iter()).enumerate() {
+                let v = b * s.vectors[l * d + j];
+                w += v / r;
+                u += v * r;
+            }
+            out.whitening[i * d + j] = T::from_f64(w);
+            out.unwhitening[j * k + i] = T::from_f64(u);
+        }
+    }
+    Ok(FitInfo { n_samples: m.n_samples(), effective_rank, max_eigenvalue })
+}
+
+/// Fills `r` (`k x k`) with a Haar-random orthogonal matrix drawn from `seed`.
+///
+/// The draw is row-major standard normals from `Xoshiro256PlusPlus::seed_from_u64(seed)`, then
+/// [`linalg::orthonormalize_rows`]. Same seed and `k`, same bits.
+pub fn haar_orthogonal(seed: u64, r: &mut [f64], k: usize) -> Result<()> {
+    if r.len() < k * k {
+        return Err(Error::BufferTooSmall { needed: k * k, found: r.len() });
+    }
+    let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(seed);
+    for x in r[..k * k].iter_mut() {
+        *x = StandardNormal.sample(&mut rng);
+    }
+    linalg::orthonormalize_rows(r, k, k)
+}
+
+/// A whitener from `D` features to `K` components with its storage inside: usable on the stack or
+/// in a `static`, no heap. The workspace is separate so that it can be shared or dropped after
+/// fitting.
+///
+/// ```
+/// use unmix::moments::Moments;
+/// use unmix::whiten::{Method, WhitenOptions, WhitenWorkspace, Whitener};
+///
+/// // A firmware-style fit: everything in statics, sizes fixed at compile time.
+/// static mut MODEL: Whitener<f32, 3, 2> = Whitener::new();
+///
+/// let mut moments = Moments::<3>::new();
+/// for t in 0..200 {
+///     let (a, b) = ((t as f32 * 0.37).sin(), (t as f32 * 0.11).cos());
+///     moments.accumulate(&[a + b, a - b, 2.0 * a + 0.1 * b])?;
+/// }
+/// let mut ws = WhitenWorkspace::<3, 2>::new();
+/// let mut w = Whitener::<f32, 3, 2>::new();
+/// w.fit(moments.as_ref(), &WhitenOptions::DEFAULT, &mut ws)?;
+/// let mut z = [0.0f32; 2];
+/// w.transform(&[1.0, 0.5, 2.0], &mut z)?;
+/// assert_eq!(w.view().info().effective_rank, 2); // the third feature is nearly a combination
+/// # Ok::<(), unmix::Error>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct Whitener<T, const D: usize, const K: usize> {
+    mean: [T; D],
+    whitening: [[T; D]; K],
+    unwhitening: [[T; K]; D],
+    explained_variance: [T; K],
+    info: FitInfo,
+}
+
+/// The `f64` workspace a [`Whitener`] fit needs (`D^2 + 2D + 2K^2` values).
+#[derive(Clone, Debug)]
+pub struct WhitenWorkspace<const D: usize, const K: usize> {
+    vectors: [[f64; D]; D],
+    values: [f64; D],
+    work: [f64; D],
+    basis: [[f64; K]; K],
+    tmp: [[f64; K]; K],
+}
+
+impl<const D: usize, const K: usize> WhitenWorkspace<D, K> {
+    /// Zeroed.
+    pub const fn new() -> Self {
+        Self {
+            vectors: [[0.0; D]; D],
+            values: [0.0; D],
+            work: [0.0; D],
+            basis: [[0.0; K]; K],
+            tmp: [[0.0; K]; K],
+        }
+    }
+}
+
+impl<const D: usize, const K: usize> Default for WhitenWorkspace<D, K> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T: Float, const D: usize, const K: usize> Default for Whitener<T, D, K> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T: Float, const D: usize, const K: usize> Whitener<T, D, K> {
+    /// Unfitted: all zeros (transforms return zeros until [`fit`](Self::fit)).
+    pub const fn new() -> Self {
+        Self {
+            mean: [T::ZERO; D],
+            whitening: [[T::ZERO; D]; K],
+            unwhitening: [[T::ZERO; K]; D],
+            explained_variance: [T::ZERO; K],
+            info: FitInfo { n_samples: 0, effective_rank: 0, max_eigenvalue: 0.0 },
+        }
+    }
+    /// Fits from accumulated moments. On error `self` is unchanged.
+    pub fn fit(
+        &mut self,
+        moments: MomentsRef<'_>,
+        opts: &WhitenOptions,
+        ws: &mut WhitenWorkspace<D, K>,
+    ) -> Result<FitInfo> {
+        let scratch = Scratch {
+            vectors: ws.vectors.as_flattened_mut(),
+            values: &mut ws.values,
+            work: &mut ws.work,
+            basis: ws.basis.as_flattened_mut(),
+            tmp: ws.tmp.as_flattened_mut(),
+        };
+        let parts = Parts {
+            mean: &mut self.mean,
+            whitening: self.whitening.as_flattened_mut(),
+            unwhitening: self.unwhitening.as_flattened_mut(),
+            explained_variance: &mut self.explained_variance,
+        };
+        let info = fit_parts(moments, opts, D, K, parts, scratch)?;
+        self.info = info;
+        Ok(info)
+    }
+    /// The fitted whitener as a view (all accessors and transforms live there).
+    pub fn view(&self) -> WhitenerView<'_, T> {
+        WhitenerView {
+            d: D,
+            k: K,
+            mean: &self.mean,
+            whitening: self.whitening.as_flattened(),
+            unwhitening: self.unwhitening.as_flattened(),
+            explained_variance: &self.explained_variance,
+            info: self.info,
+        }
+    }
+    /// Whitens one sample.
+    pub fn transform(&self, x: &[T; D], z: &mut [T; K]) -> Result<()> {
+        self.view().transform(x, z)
+    }
+    /// Maps one whitened sample back.
+    pub fn inverse_transform(&self, z: &[T; K], x: &mut [T; D]) -> Result<()> {
+        self.view().inverse_transform(z, x)
+    }
+}
+
+/// A whitener from `d` to `k` (known at run time) in storage the caller lends.
+///
+/// ```
+/// use unmix::moments::MomentsBuf;
+/// use unmix::whiten::{self, WhitenOptions, WhitenerBuf};
+///
+/// let (d, k) = (2, 2);
+/// let data = [1.0f64, 2.0, 2.0, 1.0, 3.0, 5.0, 4.0, 3.0, 0.0, 1.0];
+/// let mut mbuf = vec![0.0; MomentsBuf::buffer_len(d)];
+/// let mut moments = MomentsBuf::new(d, &mut mbuf)?;
+/// moments.accumulate(&data)?;
+/// let mut storage = vec![0.0f64; whiten::storage_len(d, k)];
+/// let mut ws = vec![0.0; whiten::workspace_len(d, k)];
+/// let mut w = WhitenerBuf::new(d, k, &mut storage)?;
+/// w.fit(moments.as_ref(), &WhitenOptions::DEFAULT, &mut ws)?;
+/// let mut z = vec![0.0; data.len()];
+/// w.view().transform_rows(&data, &mut z)?;
+/// let var0: f64 = z.iter().step_by(2).map(|v| v * v).sum::<f64>() / 5.0;
+/// assert!((var0 - 1.0).abs() < 1e-12);
+/// # Ok::<(), unmix::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct WhitenerBuf<'a, T> {
+    d: usize,
+    k: usize,
+    mean: &'a mut [T],
+    whitening: &'a mut [T],
+    unwhitening: &'a mut [T],
+    explained_variance: &'a mut [T],
+    info: FitInfo,
+}
+
+impl<'a, T: Float> WhitenerBuf<'a, T> {
+    /// Takes [`storage_len(d, k)`](storage_len) elements of `storage` (zeroed) for `d -> k`.
+    pub fn new(d: usize, k: usize, storage: &'a mut [T]) -> Result<Self> {
+        if k == 0 || k > d {
+            return Err(Error::InvalidComponents { k, d });
+        }
+        let needed = storage_len(d, k);
+        let storage = prefix_mut(storage, needed)?;
+        storage.fill(T::ZERO);
+        let (mean, rest) = storage.split_at_mut(d);
+        let (whitening, rest) = rest.split_at_mut(k * d);
+        let (unwhitening, explained_variance) = rest.split_at_mut(d * k);
+        Ok(Self { d, k, mean, whitening, unwhitening, explained_variance, info: FitInfo::default() })
+    }
+    /// Fits from accumulated moments using `workspace` ([`workspace_len(d, k)`](workspace_len)
+    /// elements). On error the stored whitener is unchanged.
+    pub fn fit(
+        &mut self,
+        moments: MomentsRef<'_>,
+        opts: &WhitenOptions,
+        workspace: &mut [f64],
+    ) -> Result<FitInfo> {
+        let scratch = Scratch::split(workspace, self.d, self.k)?;
+        let parts = Parts {
+            mean: &mut *self.mean,
+            whitening: &mut *self.whitening,
+            unwhitening: &mut *self.unwhitening,
+            explained_variance: &mut *self.explained_variance,
+        };
+        let info = fit_parts(moments, opts, self.d, self.k, parts, scratch)?;
+        self.info = info;
+        Ok(info)
+    }
+    /// The fitted whitener as a view (all accessors and transforms live there).
+    pub fn view(&self) -> WhitenerView<'_, T> {
+        WhitenerView {
+            d: self.d,
+            k: self.k,
+            mean: self.mean,
+            whitening: self.whitening,
+            unwhitening: self.unwhitening,
+            explained_variance: self.explained_variance,
+            info: self.info,
+        }
+    }
+}
