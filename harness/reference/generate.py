@@ -1,0 +1,141 @@
+"""Generate the reference fixtures the Rust cross-checks compare against.
+
+Run from the repository root:
+
+    python3 -m venv /tmp/refvenv && /tmp/refvenv/bin/pip install -r harness/reference/requirements.txt
+    /tmp/refvenv/bin/python harness/reference/generate.py
+
+Writes harness/reference/fixtures/*.npy, harness/reference/fixtures/manifest.json and the bundled
+digits data in harness/data/. Every array is produced by numpy / scipy / scikit-learn at the
+versions pinned in requirements.txt; nothing here is computed by unmix.
+"""
+
+import json
+import pathlib
+import warnings
+
+import numpy as np
+import scipy
+import sklearn
+from sklearn.datasets import load_digits
+from sklearn.decomposition import PCA, FastICA
+from sklearn.exceptions import ConvergenceWarning
+
+ROOT = pathlib.Path(__file__).resolve().parent
+OUT = ROOT / "fixtures"
+DATA = ROOT.parent / "data"
+manifest = {
+    "versions": {"numpy": np.__version__, "scipy": scipy.__version__, "scikit-learn": sklearn.__version__},
+    "eigh": [],
+    "covariance": [],
+    "pca": [],
+    "fastica_whitening": [],
+}
+
+
+def save(name, arr):
+    np.save(OUT / f"{name}.npy", np.ascontiguousarray(arr))
+    return f"{name}.npy"
+
+
+def eigh_case(name, a, note):
+    values, vectors = np.linalg.eigh(a)
+    order = np.argsort(values)[::-1]  # descending, as unmix returns them
+    manifest["eigh"].append({
+        "name": name,
+        "note": note,
+        "matrix": save(f"eigh_{name}_matrix", a),
+        "values": save(f"eigh_{name}_values", values[order]),
+        "vectors": save(f"eigh_{name}_vectors", vectors[:, order].T),  # rows = eigenvectors
+        "value_tol_rel_to_norm": 1e-10,
+        "vector_tol": 1e-8,
+    })
+
+
+def random_orthogonal(rng, d):
+    q, r = np.linalg.qr(rng.standard_normal((d, d)))
+    return q * np.sign(np.diag(r))
+
+
+def main():
+    OUT.mkdir(parents=True, exist_ok=True)
+    DATA.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(20260101)
+
+    # ---- symmetric eigenproblems -------------------------------------------------------------
+    for d in (2, 3, 8, 64, 256):
+        x = rng.standard_normal((2 * d + 5, d)) @ rng.standard_normal((d, d))
+        eigh_case(f"spd{d}", x.T @ x / x.shape[0], "random SPD (a Gram matrix)")
+    q = random_orthogonal(rng, 8)
+    eigh_case("repeated8", (q * np.array([5, 5, 5, 2, 2, 1, 1, 0.5])) @ q.T,
+              "repeated eigenvalues 5 (x3), 2 (x2), 1 (x2)")
+    q = random_orthogonal(rng, 64)
+    vals = np.repeat([9.0, 4.0, 1.0, 0.25], 16)
+    eigh_case("repeated64", (q * vals) @ q.T, "four eigenvalues, each repeated 16 times")
+    x = rng.standard_normal((8, 5))
+    eigh_case("rank5of8", x @ x.T, "rank 5: three eigenvalues are zero up to rounding")
+    q = random_orthogonal(rng, 8)
+    eigh_case("tiny8", (q * np.array([1, 0.5, 0.1, 1e-3, 1e-6, 1e-9, 1e-12, 1e-14])) @ q.T,
+              "eigenvalues spanning 14 decades")
+    eigh_case("indefinite3", np.array([[1.0, 2.0, 3.0], [2.0, -4.0, 5.0], [3.0, 5.0, 0.5]]),
+              "symmetric, indefinite")
+    eigh_case("diagonal4", np.diag([3.0, 1.0, 4.0, 1.5]), "already diagonal")
+
+    # ---- covariance --------------------------------------------------------------------------
+    x = 1e4 + rng.standard_normal((500, 5)) @ rng.standard_normal((5, 5))
+    manifest["covariance"].append({
+        "name": "offset5",
+        "data": save("cov_offset5_data", x),
+        "mean": save("cov_offset5_mean", x.mean(axis=0)),
+        "cov_ddof0": save("cov_offset5_ddof0", np.cov(x, rowvar=False, ddof=0)),
+        "cov_ddof1": save("cov_offset5_ddof1", np.cov(x, rowvar=False, ddof=1)),
+        "tol_rel": 1e-12,
+    })
+
+    # ---- digits: the real data set scikit-learn bundles -----------------------------------------
+    digits = load_digits()
+    np.save(DATA / "digits_x.npy", digits.data.astype(np.uint8))  # values are 0..16
+    np.save(DATA / "digits_y.npy", digits.target.astype(np.int64))
+    nonconst = digits.data[:, digits.data.std(axis=0) > 0]
+
+    # ---- PCA(whiten=True): ddof 1 --------------------------------------------------------------
+    synth = rng.laplace(size=(1000, 10)) @ rng.standard_normal((10, 10)) + rng.uniform(-5, 5, 10)
+    for name, data, k, src in (("synth10", synth, 4, None), ("digits", digits.data, 20, "digits")):
+        pca = PCA(n_components=k, whiten=True, svd_solver="full").fit(data)
+        manifest["pca"].append({
+            "name": name,
+            "data": src or save(f"pca_{name}_data", data),
+            "n_components": k,
+            "mean": save(f"pca_{name}_mean", pca.mean_),
+            "components": save(f"pca_{name}_components", pca.components_),
+            "explained_variance": save(f"pca_{name}_explained_variance", pca.explained_variance_),
+            "transformed": save(f"pca_{name}_transformed", pca.transform(data)),
+            "tol": 1e-8,
+        })
+
+    # ---- FastICA(whiten_solver="eigh") whitening: ddof 0, first-entry sign --------------------
+    cases = (("synth10", synth, 10), ("synth10_k6", synth, 6), ("digits_nonconst", nonconst, 30))
+    for name, data, k in cases:
+        ica = FastICA(n_components=k, whiten="unit-variance", whiten_solver="eigh",
+                      w_init=np.eye(k), max_iter=1, random_state=0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            ica.fit(data)
+        entry = {
+            "name": name,
+            "n_components": k,
+            "mean": save(f"icaw_{name}_mean", ica.mean_),
+            # scikit-learn stores K without the sqrt(N) it applies before the solver.
+            "whitening_times_sqrt_n": save(f"icaw_{name}_whitening", ica.whitening_ * np.sqrt(data.shape[0])),
+            "tol": 1e-8,
+        }
+        entry["data"] = "digits_nonconst" if name.startswith("digits") else f"pca_synth10_data.npy"
+        manifest["fastica_whitening"].append(entry)
+
+    with open(OUT / "manifest.json", "w") as f:
+        json.dump(manifest, f, indent=1)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,6 @@
+//! The `unmix` command's library: file I/O, the pipelines behind each subcommand, and the demo.
+//! The numerics all live in the `unmix` core; this crate only moves data in and out of it.
+
+pub mod demo;
+pub mod io;
+pub mod pipeline;

@@ -1,0 +1,62 @@
+//! Loading the committed reference fixtures (see harness/reference/generate.py).
+#![allow(dead_code)]
+
+use harness::io::{Matrix, read_npy};
+use serde_json::Value;
+use std::path::PathBuf;
+
+pub fn fixtures_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("reference/fixtures")
+}
+
+pub fn manifest() -> Value {
+    let text =
+        std::fs::read_to_string(fixtures_dir().join("manifest.json")).expect("manifest.json");
+    serde_json::from_str(&text).expect("valid manifest")
+}
+
+/// A fixture array as f64 (1-D arrays come back as one column).
+pub fn load(name: &str) -> Matrix<f64> {
+    read_npy(&fixtures_dir().join(name))
+        .unwrap_or_else(|e| panic!("{name}: {e:#}"))
+        .to_f64()
+}
+
+pub fn digits() -> Matrix<f64> {
+    harness::demo::digits().expect("bundled digits")
+}
+
+/// The data a fixture entry names.
+pub fn data_of(entry: &Value) -> Matrix<f64> {
+    match entry["data"].as_str().expect("data") {
+        "digits" => digits(),
+        "digits_nonconst" => {
+            let x = digits();
+            x.select_columns(&harness::demo::nonconstant_columns(&x))
+        }
+        file => load(file),
+    }
+}
+
+pub fn max_abs(v: &[f64]) -> f64 {
+    v.iter().fold(0.0, |m, x| m.max(x.abs()))
+}
+
+pub fn max_abs_diff(a: &[f64], b: &[f64]) -> f64 {
+    assert_eq!(a.len(), b.len());
+    a.iter().zip(b).fold(0.0, |m, (x, y)| m.max((x - y).abs()))
+}
+
+/// Max difference of two vectors that may differ by a sign.
+pub fn max_abs_diff_up_to_sign(a: &[f64], b: &[f64]) -> f64 {
+    let plus = max_abs_diff(a, b);
+    let minus = a
+        .iter()
+        .zip(b)
+        .fold(0.0f64, |m, (x, y)| m.max((x + y).abs()));
+    plus.min(minus)
+}
+
+pub fn column(m: &Matrix<f64>, c: usize) -> Vec<f64> {
+    (0..m.rows).map(|r| m.data[r * m.cols + c]).collect()
+}
