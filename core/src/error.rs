@@ -75,7 +75,10 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
             Error::NonFinite { row, col } => {
-                write!(f, "non-finite value (NaN or infinity) at row {row}, column {col}")
+                write!(
+                    f,
+                    "non-finite value (NaN or infinity) at row {row}, column {col}"
+                )
             }
             Error::TooFewSamples { n, needed } => {
                 write!(f, "too few samples: {n} given, at least {needed} needed")
@@ -84,10 +87,16 @@ impl fmt::Display for Error {
                 write!(f, "dimension mismatch: expected {expected}, found {found}")
             }
             Error::RaggedRows { len, width } => {
-                write!(f, "{len} values are not a whole number of rows of width {width}")
+                write!(
+                    f,
+                    "{len} values are not a whole number of rows of width {width}"
+                )
             }
             Error::BufferTooSmall { needed, found } => {
-                write!(f, "buffer too small: {needed} elements needed, {found} given")
+                write!(
+                    f,
+                    "buffer too small: {needed} elements needed, {found} given"
+                )
             }
             Error::InvalidComponents { k, d } => {
                 write!(f, "invalid number of components {k} for {d} features")
@@ -109,5 +118,6 @@ impl core::error::Error for Error {}
 /// The first `needed` elements of a caller's buffer, or [`Error::BufferTooSmall`].
 pub(crate) fn prefix_mut<T>(buf: &mut [T], needed: usize) -> Result<&mut [T]> {
     let found = buf.len();
-    buf.get_mut(..needed).ok_or(Error::BufferTooSmall { needed, found })
+    buf.get_mut(..needed)
+        .ok_or(Error::BufferTooSmall { needed, found })
 }

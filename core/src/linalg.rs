@@ -44,10 +44,15 @@ pub fn symmetric_eigen(
         }
     }
     if n == 0 {
-        return Err(Error::InvalidParameter("matrix dimension must be at least 1"));
+        return Err(Error::InvalidParameter(
+            "matrix dimension must be at least 1",
+        ));
     }
     if let Some(pos) = a[..n * n].iter().position(|v| !v.is_finite()) {
-        return Err(Error::NonFinite { row: (pos / n) as u64, col: pos % n });
+        return Err(Error::NonFinite {
+            row: (pos / n) as u64,
+            col: pos % n,
+        });
     }
     let (v, d, e) = (&mut a[..n * n], &mut values[..n], &mut work[..n]);
     tridiagonalize(v, n, d, e);
@@ -193,7 +198,9 @@ fn ql_implicit(vt: &mut [f64], n: usize, d: &mut [f64], e: &mut [f64]) -> Result
             loop {
                 iterations += 1;
                 if iterations > MAX_QL_ITERATIONS {
-                    return Err(Error::NoConvergence { iterations: MAX_QL_ITERATIONS });
+                    return Err(Error::NoConvergence {
+                        iterations: MAX_QL_ITERATIONS,
+                    });
                 }
                 let g = d[l];
                 let mut p = (d[l + 1] - g) / (2.0 * e[l]);
@@ -271,7 +278,10 @@ fn sort_descending(vt: &mut [f64], n: usize, d: &mut [f64]) {
 /// Fails if a row is (numerically) in the span of the rows before it.
 pub fn orthonormalize_rows(q: &mut [f64], k: usize, len: usize) -> Result<()> {
     if q.len() < k * len {
-        return Err(Error::BufferTooSmall { needed: k * len, found: q.len() });
+        return Err(Error::BufferTooSmall {
+            needed: k * len,
+            found: q.len(),
+        });
     }
     for i in 0..k {
         let (done, rest) = q.split_at_mut(i * len);
@@ -287,7 +297,10 @@ pub fn orthonormalize_rows(q: &mut [f64], k: usize, len: usize) -> Result<()> {
         }
         let norm = libm::sqrt(dot(row, row));
         if norm.is_nan() || norm <= 1e-10 * norm0 {
-            return Err(Error::RankDeficient { rank: i, requested: k });
+            return Err(Error::RankDeficient {
+                rank: i,
+                requested: k,
+            });
         }
         for x in row.iter_mut() {
             *x /= norm;

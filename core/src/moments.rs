@@ -27,10 +27,16 @@ pub const BLOCK: usize = 32;
 /// first row in error messages.
 pub(crate) fn check_rows<T: Float>(rows: &[T], width: usize, first_row: u64) -> Result<usize> {
     if width == 0 || rows.len() % width != 0 {
-        return Err(Error::RaggedRows { len: rows.len(), width });
+        return Err(Error::RaggedRows {
+            len: rows.len(),
+            width,
+        });
     }
     if let Some(pos) = rows.iter().position(|v| !v.is_finite()) {
-        return Err(Error::NonFinite { row: first_row + (pos / width) as u64, col: pos % width });
+        return Err(Error::NonFinite {
+            row: first_row + (pos / width) as u64,
+            col: pos % width,
+        });
     }
     Ok(rows.len() / width)
 }
@@ -108,12 +114,23 @@ impl<'a> MomentsRef<'a> {
     /// read).
     pub fn from_parts(n: u64, d: usize, mean: &'a [f64], comoment: &'a [f64]) -> Result<Self> {
         if mean.len() != d {
-            return Err(Error::DimensionMismatch { expected: d, found: mean.len() });
+            return Err(Error::DimensionMismatch {
+                expected: d,
+                found: mean.len(),
+            });
         }
         if comoment.len() != d * d {
-            return Err(Error::DimensionMismatch { expected: d * d, found: comoment.len() });
+            return Err(Error::DimensionMismatch {
+                expected: d * d,
+                found: comoment.len(),
+            });
         }
-        Ok(Self { n, d, mean, comoment })
+        Ok(Self {
+            n,
+            d,
+            mean,
+            comoment,
+        })
     }
     /// The comoment matrix, `d x d` row-major; only the upper triangle is maintained.
     pub fn comoment_upper(&self) -> &'a [f64] {
@@ -145,7 +162,10 @@ impl<'a> MomentsRef<'a> {
     pub fn covariance_into(&self, ddof: u32, out: &mut [f64]) -> Result<()> {
         let d = self.d;
         if out.len() < d * d {
-            return Err(Error::BufferTooSmall { needed: d * d, found: out.len() });
+            return Err(Error::BufferTooSmall {
+                needed: d * d,
+                found: out.len(),
+            });
         }
         let inv = 1.0 / self.denominator(ddof)?;
         for i in 0..d {
@@ -194,7 +214,16 @@ impl State<'_> {
                 *b -= *m;
             }
             let f = *self.n as f64 * nb as f64 / n_new as f64;
-            scatter(self.comoment, self.block, self.block, nb, self.bmean, self.bmean, f, true);
+            scatter(
+                self.comoment,
+                self.block,
+                self.block,
+                nb,
+                self.bmean,
+                self.bmean,
+                f,
+                true,
+            );
             shift_mean(self.mean, self.bmean, nb as u64, n_new);
             *self.n = n_new;
         }
@@ -204,7 +233,10 @@ impl State<'_> {
     fn merge(self, other: MomentsRef<'_>) -> Result<()> {
         let d = self.d;
         if other.d != d {
-            return Err(Error::DimensionMismatch { expected: d, found: other.d });
+            return Err(Error::DimensionMismatch {
+                expected: d,
+                found: other.d,
+            });
         }
         if other.n == 0 {
             return Ok(());
@@ -288,7 +320,12 @@ impl<const D: usize> Moments<D> {
     }
     /// The accumulated moments.
     pub fn as_ref(&self) -> MomentsRef<'_> {
-        MomentsRef { n: self.n, d: D, mean: &self.mean, comoment: self.comoment.as_flattened() }
+        MomentsRef {
+            n: self.n,
+            d: D,
+            mean: &self.mean,
+            comoment: self.comoment.as_flattened(),
+        }
     }
     /// Forgets every sample.
     pub fn reset(&mut self) {
@@ -326,7 +363,9 @@ impl<'a> MomentsBuf<'a> {
     /// Takes `buffer_len(d)` elements of `buf` (zeroing them) for `d >= 1` features.
     pub fn new(d: usize, buf: &'a mut [f64]) -> Result<Self> {
         if d == 0 {
-            return Err(Error::InvalidParameter("number of features must be at least 1"));
+            return Err(Error::InvalidParameter(
+                "number of features must be at least 1",
+            ));
         }
         let needed = Self::buffer_len(d);
         let buf = prefix_mut(buf, needed)?;
@@ -334,7 +373,14 @@ impl<'a> MomentsBuf<'a> {
         let (mean, rest) = buf.split_at_mut(d);
         let (comoment, rest) = rest.split_at_mut(d * d);
         let (bmean, block) = rest.split_at_mut(d);
-        Ok(Self { n: 0, d, mean, comoment, bmean, block })
+        Ok(Self {
+            n: 0,
+            d,
+            mean,
+            comoment,
+            bmean,
+            block,
+        })
     }
     fn state(&mut self) -> State<'_> {
         State {
@@ -356,7 +402,12 @@ impl<'a> MomentsBuf<'a> {
     }
     /// The accumulated moments.
     pub fn as_ref(&self) -> MomentsRef<'_> {
-        MomentsRef { n: self.n, d: self.d, mean: self.mean, comoment: self.comoment }
+        MomentsRef {
+            n: self.n,
+            d: self.d,
+            mean: self.mean,
+            comoment: self.comoment,
+        }
     }
     /// Forgets every sample.
     pub fn reset(&mut self) {
@@ -390,7 +441,10 @@ impl<'a> CrossMomentsRef<'a> {
     pub fn cross_covariance_into(&self, ddof: u32, out: &mut [f64]) -> Result<()> {
         let len = self.dx * self.dy;
         if out.len() < len {
-            return Err(Error::BufferTooSmall { needed: len, found: out.len() });
+            return Err(Error::BufferTooSmall {
+                needed: len,
+                found: out.len(),
+            });
         }
         let inv = 1.0 / denominator(self.n, ddof)?;
         for (o, c) in out.iter_mut().zip(self.comoment) {
@@ -435,7 +489,9 @@ impl<'a> CrossMomentsBuf<'a> {
     /// Takes `buffer_len(dx, dy)` elements of `buf` (zeroing them).
     pub fn new(dx: usize, dy: usize, buf: &'a mut [f64]) -> Result<Self> {
         if dx == 0 || dy == 0 {
-            return Err(Error::InvalidParameter("number of features must be at least 1"));
+            return Err(Error::InvalidParameter(
+                "number of features must be at least 1",
+            ));
         }
         let needed = Self::buffer_len(dx, dy);
         let buf = prefix_mut(buf, needed)?;
@@ -446,7 +502,18 @@ impl<'a> CrossMomentsBuf<'a> {
         let (bmean_x, rest) = rest.split_at_mut(dx);
         let (bmean_y, rest) = rest.split_at_mut(dy);
         let (block_x, block_y) = rest.split_at_mut(BLOCK * dx);
-        Ok(Self { n: 0, dx, dy, mean_x, mean_y, comoment, bmean_x, bmean_y, block_x, block_y })
+        Ok(Self {
+            n: 0,
+            dx,
+            dy,
+            mean_x,
+            mean_y,
+            comoment,
+            bmean_x,
+            bmean_y,
+            block_x,
+            block_y,
+        })
     }
     /// Adds paired samples: `x` and `y` row-major with the same number of rows.
     pub fn accumulate<T: Float>(&mut self, x: &[T], y: &[T]) -> Result<()> {
@@ -454,7 +521,10 @@ impl<'a> CrossMomentsBuf<'a> {
         let nx = check_rows(x, dx, self.n)?;
         let ny = check_rows(y, dy, self.n)?;
         if nx != ny {
-            return Err(Error::DimensionMismatch { expected: nx, found: ny });
+            return Err(Error::DimensionMismatch {
+                expected: nx,
+                found: ny,
+            });
         }
         for (cx, cy) in x.chunks(BLOCK * dx).zip(y.chunks(BLOCK * dy)) {
             let nb = cx.len() / dx;
@@ -469,7 +539,16 @@ impl<'a> CrossMomentsBuf<'a> {
             }
             let f = self.n as f64 * nb as f64 / n_new as f64;
             let (bx, by) = (&*self.block_x, &*self.block_y);
-            scatter(self.comoment, bx, by, nb, self.bmean_x, self.bmean_y, f, false);
+            scatter(
+                self.comoment,
+                bx,
+                by,
+                nb,
+                self.bmean_x,
+                self.bmean_y,
+                f,
+                false,
+            );
             shift_mean(self.mean_x, self.bmean_x, nb as u64, n_new);
             shift_mean(self.mean_y, self.bmean_y, nb as u64, n_new);
             self.n = n_new;
@@ -488,10 +567,20 @@ impl<'a> CrossMomentsBuf<'a> {
             return Ok(());
         }
         let n_new = self.n + other.n;
-        for ((b, om), m) in self.bmean_x.iter_mut().zip(other.mean_x).zip(self.mean_x.iter()) {
+        for ((b, om), m) in self
+            .bmean_x
+            .iter_mut()
+            .zip(other.mean_x)
+            .zip(self.mean_x.iter())
+        {
             *b = om - m;
         }
-        for ((b, om), m) in self.bmean_y.iter_mut().zip(other.mean_y).zip(self.mean_y.iter()) {
+        for ((b, om), m) in self
+            .bmean_y
+            .iter_mut()
+            .zip(other.mean_y)
+            .zip(self.mean_y.iter())
+        {
             *b = om - m;
         }
         let f = self.n as f64 * other.n as f64 / n_new as f64;

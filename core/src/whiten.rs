@@ -70,8 +70,12 @@ pub struct WhitenOptions {
 
 impl WhitenOptions {
     /// PCA, no rotation, ddof 0, `rank_rtol` 1e-10.
-    pub const DEFAULT: Self =
-        Self { method: Method::Pca, rotation: Rotation::None, ddof: 0, rank_rtol: 1e-10 };
+    pub const DEFAULT: Self = Self {
+        method: Method::Pca,
+        rotation: Rotation::None,
+        ddof: 0,
+        rank_rtol: 1e-10,
+    };
 }
 
 impl Default for WhitenOptions {
@@ -170,7 +174,10 @@ impl<'a, T: Float> WhitenerView<'a, T> {
         let n = check_rows(z, self.k, 0)?;
         check_len(x, n * self.d)?;
         for (zr, xr) in z.chunks_exact(self.k).zip(x.chunks_exact_mut(self.d)) {
-            for ((xv, ur), m) in xr.iter_mut().zip(self.unwhitening.chunks_exact(self.k)).zip(self.mean)
+            for ((xv, ur), m) in xr
+                .iter_mut()
+                .zip(self.unwhitening.chunks_exact(self.k))
+                .zip(self.mean)
             {
                 let mut acc = *m;
                 for (u, zv) in ur.iter().zip(zr) {
@@ -185,7 +192,10 @@ impl<'a, T: Float> WhitenerView<'a, T> {
 
 fn check_len<T>(buf: &[T], needed: usize) -> Result<()> {
     if buf.len() != needed {
-        return Err(Error::DimensionMismatch { expected: needed, found: buf.len() });
+        return Err(Error::DimensionMismatch {
+            expected: needed,
+            found: buf.len(),
+        });
     }
     Ok(())
 }
@@ -215,7 +225,13 @@ impl<'a> Scratch<'a> {
         let (values, rest) = rest.split_at_mut(d);
         let (work, rest) = rest.split_at_mut(d);
         let (basis, tmp) = rest.split_at_mut(k * k);
-        Ok(Self { vectors, values, work, basis, tmp })
+        Ok(Self {
+            vectors,
+            values,
+            work,
+            basis,
+            tmp,
+        })
     }
 }
 
@@ -229,7 +245,10 @@ fn fit_parts<T: Float>(
     s: Scratch<'_>,
 ) -> Result<FitInfo> {
     if m.dim() != d {
-        return Err(Error::DimensionMismatch { expected: d, found: m.dim() });
+        return Err(Error::DimensionMismatch {
+            expected: d,
+            found: m.dim(),
+        });
     }
     if k == 0 || k > d || (opts.method == Method::Zca && k != d) {
         return Err(Error::InvalidComponents { k, d });
@@ -244,12 +263,18 @@ fn fit_parts<T: Float>(
     linalg::symmetric_eigen(s.vectors, d, s.values, s.work)?;
     let max_eigenvalue = s.values[0];
     let effective_rank = if max_eigenvalue > 0.0 {
-        s.values.iter().take_while(|l| **l > opts.rank_rtol * max_eigenvalue).count()
+        s.values
+            .iter()
+            .take_while(|l| **l > opts.rank_rtol * max_eigenvalue)
+            .count()
     } else {
         0
     };
     if k > effective_rank {
-        return Err(Error::RankDeficient { rank: effective_rank, requested: k });
+        return Err(Error::RankDeficient {
+            rank: effective_rank,
+            requested: k,
+        });
     }
     // B: the orthogonal K x K map from principal coordinates to output coordinates.
     let basis = &mut s.basis[..k * k];
@@ -307,7 +332,11 @@ fn fit_parts<T: Float>(
             out.unwhitening[j * k + i] = T::from_f64(u);
         }
     }
-    Ok(FitInfo { n_samples: m.n_samples(), effective_rank, max_eigenvalue })
+    Ok(FitInfo {
+        n_samples: m.n_samples(),
+        effective_rank,
+        max_eigenvalue,
+    })
 }
 
 /// Fills `r` (`k x k`) with a Haar-random orthogonal matrix drawn from `seed`.
@@ -316,7 +345,10 @@ fn fit_parts<T: Float>(
 /// [`linalg::orthonormalize_rows`]. Same seed and `k`, same bits.
 pub fn haar_orthogonal(seed: u64, r: &mut [f64], k: usize) -> Result<()> {
     if r.len() < k * k {
-        return Err(Error::BufferTooSmall { needed: k * k, found: r.len() });
+        return Err(Error::BufferTooSmall {
+            needed: k * k,
+            found: r.len(),
+        });
     }
     let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(seed);
     for x in r[..k * k].iter_mut() {
@@ -401,7 +433,11 @@ impl<T: Float, const D: usize, const K: usize> Whitener<T, D, K> {
             whitening: [[T::ZERO; D]; K],
             unwhitening: [[T::ZERO; K]; D],
             explained_variance: [T::ZERO; K],
-            info: FitInfo { n_samples: 0, effective_rank: 0, max_eigenvalue: 0.0 },
+            info: FitInfo {
+                n_samples: 0,
+                effective_rank: 0,
+                max_eigenvalue: 0.0,
+            },
         }
     }
     /// Fits from accumulated moments. On error `self` is unchanged.
@@ -494,7 +530,15 @@ impl<'a, T: Float> WhitenerBuf<'a, T> {
         let (mean, rest) = storage.split_at_mut(d);
         let (whitening, rest) = rest.split_at_mut(k * d);
         let (unwhitening, explained_variance) = rest.split_at_mut(d * k);
-        Ok(Self { d, k, mean, whitening, unwhitening, explained_variance, info: FitInfo::default() })
+        Ok(Self {
+            d,
+            k,
+            mean,
+            whitening,
+            unwhitening,
+            explained_variance,
+            info: FitInfo::default(),
+        })
     }
     /// Fits from accumulated moments using `workspace` ([`workspace_len(d, k)`](workspace_len)
     /// elements). On error the stored whitener is unchanged.

@@ -49,7 +49,6 @@ pub fn moments<T: Float>(x: &Matrix<T>, threads: usize) -> Result<OwnedMoments> 
         }
     }
     let n = total.as_ref().n_samples();
-    drop(total);
     Ok(OwnedMoments {
         d,
         buf: total_buf,
