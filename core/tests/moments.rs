@@ -1,4 +1,6 @@
 //! Accuracy and algebra of the streaming moments.
+// Matrix code indexes (i, j) pairs; iterator chains would hide the maths.
+#![allow(clippy::needless_range_loop)]
 
 use proptest::prelude::*;
 use rand_core::SeedableRng;

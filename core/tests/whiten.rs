@@ -1,5 +1,7 @@
 //! Properties of the whitening: identity covariance, exact inverse, symmetric ZCA, orthogonal
 //! rotation, typed == buffer bit for bit, and every documented error.
+// Matrix code indexes (i, j) pairs; iterator chains would hide the maths.
+#![allow(clippy::needless_range_loop)]
 
 use proptest::prelude::*;
 use unmix::Error;

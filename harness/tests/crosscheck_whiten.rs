@@ -1,5 +1,7 @@
 //! Cross-checks of the eigensolver, the moments and the whitening against numpy / scikit-learn
 //! outputs committed as fixtures. Tolerances come from the fixture manifest.
+// Matrix code indexes (i, j) pairs; iterator chains would hide the maths.
+#![allow(clippy::needless_range_loop)]
 
 mod common;
 use common::*;
