@@ -1,7 +1,7 @@
 //! The jobs behind the subcommands, on in-memory tables.
 
 use crate::io::Matrix;
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde_json::{Value, json};
 use unmix::Float;
 use unmix::moments::MomentsBuf;
@@ -129,7 +129,7 @@ pub fn whiten<T: Float + serde::Serialize>(x: &Matrix<T>, job: &WhitenJob) -> Re
     let model = json!({
         "format": "unmix-whitener",
         "version": 1,
-        "dtype": std::any::type_name::<T>(),
+        "dtype": if std::mem::size_of::<T>() == 4 { "float32" } else { "float64" },
         "method": match o.method { Method::Pca => "pca", Method::Zca => "zca" },
         "rotation": match o.rotation {
             Rotation::None => json!("none"),
