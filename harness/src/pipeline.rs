@@ -107,7 +107,12 @@ pub fn whiten<T: Float + serde::Serialize>(x: &Matrix<T>, job: &WhitenJob) -> Re
     let mut w = WhitenerBuf::new(d, k, &mut storage)?;
     let info = w
         .fit(m.view(), &job.options, &mut ws)
-        .context("whitening failed")?;
+        .map_err(|e| match e {
+            unmix::Error::RankDeficient { rank, .. } if rank > 0 => anyhow::anyhow!(
+                "whitening failed: {e}; keep at most {rank} components (--n-components {rank})"
+            ),
+            e => anyhow::Error::new(e).context("whitening failed"),
+        })?;
     let view = w.view();
     let mut z = vec![T::ZERO; n * k];
     view.transform_rows(&x.data, &mut z)?;
