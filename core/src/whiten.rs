@@ -101,6 +101,9 @@ pub const fn workspace_len(d: usize, k: usize) -> usize {
 }
 
 /// `T` storage elements of a fitted whitener of `d` features to `k` components.
+///
+/// The layout, which [`WhitenerBuf`] writes and [`WhitenerView::from_parts`] reads, is
+/// `mean (d) | whitening (k x d) | unwhitening (d x k) | explained_variance (k)`, all row-major.
 pub const fn storage_len(d: usize, k: usize) -> usize {
     d + 2 * k * d + k
 }
@@ -118,6 +121,33 @@ pub struct WhitenerView<'a, T> {
 }
 
 impl<'a, T: Float> WhitenerView<'a, T> {
+    /// Views a whitener stored in the [`storage_len`] layout, e.g. one kept in flash or sent by
+    /// another process. `info` is not part of the layout and reads as zeros.
+    pub fn from_parts(d: usize, k: usize, storage: &'a [T]) -> Result<Self> {
+        if k == 0 || k > d {
+            return Err(Error::InvalidComponents { k, d });
+        }
+        let needed = storage_len(d, k);
+        if storage.len() < needed {
+            return Err(Error::BufferTooSmall {
+                needed,
+                found: storage.len(),
+            });
+        }
+        let (mean, rest) = storage.split_at(d);
+        let (whitening, rest) = rest.split_at(k * d);
+        let (unwhitening, rest) = rest.split_at(d * k);
+        let explained_variance = &rest[..k];
+        Ok(Self {
+            d,
+            k,
+            mean,
+            whitening,
+            unwhitening,
+            explained_variance,
+            info: FitInfo::default(),
+        })
+    }
     /// Input features `d`.
     pub fn n_features(&self) -> usize {
         self.d

@@ -1,0 +1,250 @@
+//! C ABI for the unmix core's whitening, over caller-provided buffers.
+//!
+//! `#![no_std]`, no allocator, its own panic handler: if anything in the dependency graph needed
+//! `std` or `alloc`, this crate would not build, and the CI gate also checks that the linked C
+//! program imports no `malloc`, `free` or `__rust_alloc`. The header is `include/unmix.h`.
+#![no_std]
+#![deny(missing_docs, unsafe_op_in_unsafe_fn)]
+
+use core::slice;
+use unmix::Error;
+use unmix::moments::MomentsBuf;
+use unmix::whiten::{self, Method, Rotation, WhitenOptions, WhitenerBuf, WhitenerView};
+
+/// Status codes (`UNMIX_*` in the header).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UnmixStatus {
+    /// Success.
+    Ok = 0,
+    /// A required pointer was null.
+    NullPointer = 1,
+    /// NaN or infinity in the data.
+    NonFinite = 2,
+    /// Too few samples.
+    TooFewSamples = 3,
+    /// Shapes do not agree.
+    DimensionMismatch = 4,
+    /// A buffer is too small.
+    BufferTooSmall = 5,
+    /// `k` not in `1..=d` (ZCA: `k != d`).
+    InvalidComponents = 6,
+    /// More components than the effective rank.
+    RankDeficient = 7,
+    /// The eigensolver did not converge.
+    NoConvergence = 8,
+    /// An option is out of range.
+    InvalidParameter = 9,
+}
+
+impl From<Error> for UnmixStatus {
+    fn from(e: Error) -> Self {
+        match e {
+            Error::NonFinite { .. } => Self::NonFinite,
+            Error::TooFewSamples { .. } => Self::TooFewSamples,
+            Error::DimensionMismatch { .. } | Error::RaggedRows { .. } => Self::DimensionMismatch,
+            Error::BufferTooSmall { .. } => Self::BufferTooSmall,
+            Error::InvalidComponents { .. } => Self::InvalidComponents,
+            Error::RankDeficient { .. } => Self::RankDeficient,
+            Error::NoConvergence { .. } => Self::NoConvergence,
+            _ => Self::InvalidParameter,
+        }
+    }
+}
+
+/// Where a failed call went wrong, for the caller's messages.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct UnmixReport {
+    /// Row of the first non-finite value (`UNMIX_NON_FINITE`).
+    pub row: u64,
+    /// Column of the first non-finite value (`UNMIX_NON_FINITE`).
+    pub col: usize,
+    /// Effective rank of the data (after a fit, successful or `UNMIX_RANK_DEFICIENT`).
+    pub effective_rank: usize,
+}
+
+/// `double`s of model storage for `d -> k`: `mean | whitening (k x d) | unwhitening (d x k) | variance (k)`.
+#[unsafe(no_mangle)]
+pub extern "C" fn unmix_whiten_model_len(d: usize, k: usize) -> usize {
+    whiten::storage_len(d, k)
+}
+
+/// `double`s of workspace [`unmix_whiten_fit`] needs for `d -> k`.
+#[unsafe(no_mangle)]
+pub extern "C" fn unmix_whiten_workspace_len(d: usize, k: usize) -> usize {
+    MomentsBuf::buffer_len(d) + whiten::workspace_len(d, k)
+}
+
+/// # Safety
+/// `ptr` must be null or valid for `len` reads.
+unsafe fn input<'a>(ptr: *const f64, len: usize) -> Result<&'a [f64], UnmixStatus> {
+    if ptr.is_null() {
+        return Err(UnmixStatus::NullPointer);
+    }
+    // SAFETY: the caller guarantees `len` readable, initialised doubles at `ptr`.
+    Ok(unsafe { slice::from_raw_parts(ptr, len) })
+}
+
+/// # Safety
+/// `ptr` must be null or valid for `len` writes, not aliased by any other argument.
+unsafe fn output<'a>(ptr: *mut f64, len: usize) -> Result<&'a mut [f64], UnmixStatus> {
+    if ptr.is_null() {
+        return Err(UnmixStatus::NullPointer);
+    }
+    // SAFETY: the caller guarantees `len` writable doubles at `ptr`, exclusively ours.
+    Ok(unsafe { slice::from_raw_parts_mut(ptr, len) })
+}
+
+fn status(r: Result<(), UnmixStatus>) -> UnmixStatus {
+    r.err().unwrap_or(UnmixStatus::Ok)
+}
+
+/// Fits a whitener on `n x d` row-major samples `x`, keeping `k` components.
+///
+/// `method`: 0 PCA, 1 ZCA. `ddof`: 0 or 1. `rotate`: nonzero applies a Haar-random rotation drawn
+/// from `seed`. `rank_rtol`: relative eigenvalue threshold (1e-10 is the library default).
+/// Writes the model to `model` (`model_len >= unmix_whiten_model_len(d, k)`) only on success.
+/// `report` (may be null) receives the error location or the effective rank.
+///
+/// # Safety
+/// Pointers must be valid for the lengths given (`x`: `n * d` reads) and must not overlap.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn unmix_whiten_fit(
+    x: *const f64,
+    n: usize,
+    d: usize,
+    k: usize,
+    method: i32,
+    ddof: u32,
+    rotate: i32,
+    seed: u64,
+    rank_rtol: f64,
+    model: *mut f64,
+    model_len: usize,
+    workspace: *mut f64,
+    workspace_len: usize,
+    report: *mut UnmixReport,
+) -> UnmixStatus {
+    let mut rep = UnmixReport::default();
+    let result = (|| {
+        let len = n.checked_mul(d).ok_or(UnmixStatus::DimensionMismatch)?;
+        // SAFETY: forwarded caller guarantees.
+        let (x, model, ws) = unsafe {
+            (
+                input(x, len)?,
+                output(model, model_len)?,
+                output(workspace, workspace_len)?,
+            )
+        };
+        let method = match method {
+            0 => Method::Pca,
+            1 => Method::Zca,
+            _ => return Err(UnmixStatus::InvalidParameter),
+        };
+        let rotation = if rotate != 0 {
+            Rotation::Random { seed }
+        } else {
+            Rotation::None
+        };
+        let opts = WhitenOptions {
+            method,
+            rotation,
+            ddof,
+            rank_rtol,
+        };
+        let split = MomentsBuf::buffer_len(d).min(ws.len());
+        let (mbuf, wbuf) = ws.split_at_mut(split);
+        let fail = |e: Error, rep: &mut UnmixReport| {
+            match e {
+                Error::NonFinite { row, col } => (rep.row, rep.col) = (row, col),
+                Error::RankDeficient { rank, .. } => rep.effective_rank = rank,
+                _ => {}
+            }
+            UnmixStatus::from(e)
+        };
+        let mut moments = MomentsBuf::new(d, mbuf).map_err(|e| fail(e, &mut rep))?;
+        moments.accumulate(x).map_err(|e| fail(e, &mut rep))?;
+        let mut w = WhitenerBuf::new(d, k, model).map_err(|e| fail(e, &mut rep))?;
+        let info = w
+            .fit(moments.as_ref(), &opts, wbuf)
+            .map_err(|e| fail(e, &mut rep))?;
+        rep.effective_rank = info.effective_rank;
+        Ok(())
+    })();
+    if !report.is_null() {
+        // SAFETY: non-null `report` points to a writable UnmixReport by the caller's guarantee.
+        unsafe { *report = rep };
+    }
+    status(result)
+}
+
+/// Whitens `n` rows of `x` (`n x d`) into `z` (`n x k`) with a model from [`unmix_whiten_fit`].
+///
+/// # Safety
+/// Pointers must be valid for the lengths implied and `z` must not overlap the others.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn unmix_whiten_transform(
+    model: *const f64,
+    d: usize,
+    k: usize,
+    x: *const f64,
+    n: usize,
+    z: *mut f64,
+) -> UnmixStatus {
+    status((|| {
+        let (xl, zl) = (n.checked_mul(d), n.checked_mul(k));
+        let (Some(xl), Some(zl)) = (xl, zl) else {
+            return Err(UnmixStatus::DimensionMismatch);
+        };
+        // SAFETY: forwarded caller guarantees.
+        let (model, x, z) = unsafe {
+            (
+                input(model, whiten::storage_len(d, k))?,
+                input(x, xl)?,
+                output(z, zl)?,
+            )
+        };
+        let view = WhitenerView::from_parts(d, k, model)?;
+        Ok(view.transform_rows(x, z)?)
+    })())
+}
+
+/// Maps `n` whitened rows `z` (`n x k`) back to `x` (`n x d`).
+///
+/// # Safety
+/// Pointers must be valid for the lengths implied and `x` must not overlap the others.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn unmix_whiten_inverse_transform(
+    model: *const f64,
+    d: usize,
+    k: usize,
+    z: *const f64,
+    n: usize,
+    x: *mut f64,
+) -> UnmixStatus {
+    status((|| {
+        let (xl, zl) = (n.checked_mul(d), n.checked_mul(k));
+        let (Some(xl), Some(zl)) = (xl, zl) else {
+            return Err(UnmixStatus::DimensionMismatch);
+        };
+        // SAFETY: forwarded caller guarantees.
+        let (model, z, x) = unsafe {
+            (
+                input(model, whiten::storage_len(d, k))?,
+                input(z, zl)?,
+                output(x, xl)?,
+            )
+        };
+        let view = WhitenerView::from_parts(d, k, model)?;
+        Ok(view.inverse_transform_rows(z, x)?)
+    })())
+}
+
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo<'_>) -> ! {
+    // The core returns errors for bad data and never panics on it; should a bug reach here,
+    // stop rather than unwind through C frames.
+    loop {}
+}
