@@ -23,7 +23,8 @@ typedef enum unmix_status {
     UNMIX_INVALID_COMPONENTS = 6, /* k not in 1..=d, or ZCA with k != d */
     UNMIX_RANK_DEFICIENT = 7,    /* k above the effective rank; see unmix_report.effective_rank */
     UNMIX_NO_CONVERGENCE = 8,
-    UNMIX_INVALID_PARAMETER = 9
+    UNMIX_INVALID_PARAMETER = 9,
+    UNMIX_OVERFLOW = 10          /* an intermediate result overflowed: rescale the data */
 } unmix_status;
 
 typedef struct unmix_report {

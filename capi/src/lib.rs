@@ -35,6 +35,8 @@ pub enum UnmixStatus {
     NoConvergence = 8,
     /// An option is out of range.
     InvalidParameter = 9,
+    /// An intermediate result overflowed: rescale the data.
+    Overflow = 10,
 }
 
 impl From<Error> for UnmixStatus {
@@ -47,6 +49,7 @@ impl From<Error> for UnmixStatus {
             Error::InvalidComponents { .. } => Self::InvalidComponents,
             Error::RankDeficient { .. } => Self::RankDeficient,
             Error::NoConvergence { .. } => Self::NoConvergence,
+            Error::Overflow => Self::Overflow,
             _ => Self::InvalidParameter,
         }
     }

@@ -110,6 +110,11 @@ int main(void) {
                           sizeof model / sizeof *model, workspace, sizeof workspace / sizeof *workspace, NULL);
     check(st == UNMIX_INVALID_PARAMETER, "unknown method");
 
+    for (size_t i = 0; i < N * D; i++) x[i] = (i % 7 == 0 ? 3e200 : -1e200) * (double)(i % 5 + 1);
+    st = unmix_whiten_fit(x, N, D, 2, UNMIX_PCA, 0, 0, 0, UNMIX_DEFAULT_RANK_RTOL, model,
+                          sizeof model / sizeof *model, workspace, sizeof workspace / sizeof *workspace, NULL);
+    check(st == UNMIX_OVERFLOW, "overflow reported");
+
     printf("capi: %d passed, %d failed\n", passed, failed);
     return failed != 0;
 }

@@ -64,6 +64,8 @@ pub enum Error {
         /// Iterations performed.
         iterations: usize,
     },
+    /// An intermediate result overflowed (e.g. a covariance of data near 1e200): rescale the data.
+    Overflow,
     /// An option is outside its documented range; the string names it.
     InvalidParameter(&'static str),
 }
@@ -107,6 +109,9 @@ impl fmt::Display for Error {
             ),
             Error::NoConvergence { iterations } => {
                 write!(f, "no convergence after {iterations} iterations")
+            }
+            Error::Overflow => {
+                write!(f, "intermediate result overflowed; rescale the data")
             }
             Error::InvalidParameter(what) => write!(f, "invalid parameter: {what}"),
         }

@@ -22,6 +22,8 @@ pub const MAX_QL_ITERATIONS: usize = 60;
 /// On success `values[..n]` holds the eigenvalues in descending order and row `i` of `a` the
 /// unit eigenvector of `values[i]`, its first nonzero entry made positive. `work` needs `n`
 /// elements. Only symmetric input is meaningful; the upper and lower triangles are both read.
+/// The matrix is first scaled by a power of two, so any finite input works; an eigenvalue beyond
+/// the range of `f64` is [`Error::Overflow`].
 ///
 /// ```
 /// let mut a = [2.0, 1.0, 1.0, 2.0];
@@ -55,10 +57,30 @@ pub fn symmetric_eigen(
         });
     }
     let (v, d, e) = (&mut a[..n * n], &mut values[..n], &mut work[..n]);
+    // Scale by a power of two (exact) so that max |a| is in [0.5, 1): no intermediate can then
+    // overflow or lose range to underflow, whatever the magnitude of the input.
+    let amax = v.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+    let (_, exponent) = libm::frexp(amax);
+    if amax > 0.0 {
+        for x in v.iter_mut() {
+            *x = libm::ldexp(*x, -exponent);
+            // Entries below the normal range are far below eps * norm (about 0.5 now) and have
+            // too few significant bits to build accurate reflectors from: they are zero here.
+            if x.abs() < f64::MIN_POSITIVE {
+                *x = 0.0;
+            }
+        }
+    }
     tridiagonalize(v, n, d, e);
     transpose_in_place(v, n);
     ql_implicit(v, n, d, e)?;
     sort_descending(v, n, d);
+    for x in d.iter_mut() {
+        *x = libm::ldexp(*x, exponent);
+        if !x.is_finite() {
+            return Err(Error::Overflow);
+        }
+    }
     for row in v.chunks_exact_mut(n) {
         fix_sign(row);
     }
@@ -94,7 +116,9 @@ fn tridiagonalize(v: &mut [f64], n: usize, d: &mut [f64], e: &mut [f64]) {
     for i in (1..n).rev() {
         let scale: f64 = d[..i].iter().map(|x| x.abs()).sum();
         let mut h = 0.0;
-        if scale == 0.0 {
+        // A column below the normal range is negligible against the (scaled) matrix norm and
+        // too imprecise to reflect: treat it as zero.
+        if scale < f64::MIN_POSITIVE {
             e[i] = d[i - 1];
             for j in 0..i {
                 d[j] = v[at(i - 1, j)];
@@ -185,10 +209,14 @@ fn ql_implicit(vt: &mut [f64], n: usize, d: &mut [f64], e: &mut [f64]) -> Result
     }
     e[n - 1] = 0.0;
     let mut f = 0.0;
-    let mut tst1: f64 = 0.0;
+    // Deflate against the norm of the whole tridiagonal (not a running maximum), so a tiny
+    // leading block is not iterated on at a precision it does not have. Same accuracy contract:
+    // absolute, relative to the norm.
+    let tst1 = (0..n)
+        .map(|i| d[i].abs() + e[i].abs())
+        .fold(0.0f64, f64::max);
     let eps = f64::EPSILON;
     for l in 0..n {
-        tst1 = tst1.max(d[l].abs() + e[l].abs());
         let mut m = l;
         while m < n - 1 && e[m].abs() > eps * tst1 {
             m += 1;

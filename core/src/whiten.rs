@@ -180,7 +180,8 @@ impl<'a, T: Float> WhitenerView<'a, T> {
     pub fn transform(&self, x: &[T], z: &mut [T]) -> Result<()> {
         self.transform_rows(x, z)
     }
-    /// Whitens row-major samples `x` (`n x d`) into `z` (`n x k`).
+    /// Whitens row-major samples `x` (`n x d`) into `z` (`n x k`). Fails with
+    /// [`Error::Overflow`] (leaving `z` partly written) if a result is not finite.
     pub fn transform_rows(&self, x: &[T], z: &mut [T]) -> Result<()> {
         let n = check_rows(x, self.d, 0)?;
         check_len(z, n * self.k)?;
@@ -193,13 +194,17 @@ impl<'a, T: Float> WhitenerView<'a, T> {
                 *zi = acc;
             }
         }
+        if z.iter().any(|v| !v.is_finite()) {
+            return Err(Error::Overflow);
+        }
         Ok(())
     }
     /// Maps one whitened sample `z` (`k`) back to feature space `x` (`d`).
     pub fn inverse_transform(&self, z: &[T], x: &mut [T]) -> Result<()> {
         self.inverse_transform_rows(z, x)
     }
-    /// Maps row-major whitened samples `z` (`n x k`) back to `x` (`n x d`).
+    /// Maps row-major whitened samples `z` (`n x k`) back to `x` (`n x d`). Fails with
+    /// [`Error::Overflow`] (leaving `x` partly written) if a result is not finite.
     pub fn inverse_transform_rows(&self, z: &[T], x: &mut [T]) -> Result<()> {
         let n = check_rows(z, self.k, 0)?;
         check_len(x, n * self.d)?;
@@ -215,6 +220,9 @@ impl<'a, T: Float> WhitenerView<'a, T> {
                 }
                 *xv = acc;
             }
+        }
+        if x.iter().any(|v| !v.is_finite()) {
+            return Err(Error::Overflow);
         }
         Ok(())
     }
@@ -290,6 +298,9 @@ fn fit_parts<T: Float>(
         return Err(Error::InvalidParameter("rank_rtol must be in [0, 1)"));
     }
     m.covariance_into(opts.ddof, s.vectors)?;
+    if s.vectors.iter().any(|c| !c.is_finite()) {
+        return Err(Error::Overflow);
+    }
     linalg::symmetric_eigen(s.vectors, d, s.values, s.work)?;
     let max_eigenvalue = s.values[0];
     let effective_rank = if max_eigenvalue > 0.0 {
