@@ -11,6 +11,7 @@
 //! - [`moments`]: streaming, mergeable mean, covariance and cross-covariance (f64 sums).
 //! - [`whiten`]: PCA / ZCA whitening to `K` of `D` components, optional Haar-random rotation.
 //! - [`linalg`]: the dense kernels underneath (symmetric eigensolver, Gram-Schmidt).
+//! - [`random`]: seeded normal draws, the same bits on every target.
 //! - [`float`]: `f32` and `f64` through one small trait; math through `libm`.
 //! - [`error`]: the one `Copy` error enum; nothing panics on data.
 //!
@@ -51,6 +52,7 @@ pub mod error;
 pub mod float;
 pub mod linalg;
 pub mod moments;
+pub mod random;
 pub mod whiten;
 
 pub use error::{Error, Result};

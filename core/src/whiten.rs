@@ -29,8 +29,7 @@ use crate::error::{Error, Result, prefix_mut};
 use crate::float::Float;
 use crate::linalg;
 use crate::moments::{MomentsRef, check_rows};
-use rand_core::SeedableRng;
-use rand_distr::{Distribution, StandardNormal};
+use crate::random::Normals;
 
 /// Which whitening matrix.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -382,8 +381,8 @@ fn fit_parts<T: Float>(
 
 /// Fills `r` (`k x k`) with a Haar-random orthogonal matrix drawn from `seed`.
 ///
-/// The draw is row-major standard normals from `Xoshiro256PlusPlus::seed_from_u64(seed)`, then
-/// [`linalg::orthonormalize_rows`]. Same seed and `k`, same bits.
+/// The draw is row-major standard normals from [`Normals::new(seed)`](Normals), then
+/// [`linalg::orthonormalize_rows`]. Same seed and `k`, same bits on every target.
 pub fn haar_orthogonal(seed: u64, r: &mut [f64], k: usize) -> Result<()> {
     if r.len() < k * k {
         return Err(Error::BufferTooSmall {
@@ -391,10 +390,7 @@ pub fn haar_orthogonal(seed: u64, r: &mut [f64], k: usize) -> Result<()> {
             found: r.len(),
         });
     }
-    let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(seed);
-    for x in r[..k * k].iter_mut() {
-        *x = StandardNormal.sample(&mut rng);
-    }
+    Normals::new(seed).fill(&mut r[..k * k]);
     linalg::orthonormalize_rows(r, k, k)
 }
 

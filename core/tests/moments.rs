@@ -3,10 +3,9 @@
 #![allow(clippy::needless_range_loop)]
 
 use proptest::prelude::*;
-use rand_core::SeedableRng;
-use rand_distr::{Distribution, StandardNormal};
 use unmix::Error;
 use unmix::moments::{CrossMomentsBuf, Moments, MomentsBuf};
+use unmix::random::Normals;
 
 fn covariance(m: unmix::moments::MomentsRef<'_>, ddof: u32) -> Vec<f64> {
     let d = m.dim();
@@ -25,13 +24,10 @@ fn max_rel_diff(a: &[f64], b: &[f64]) -> f64 {
 
 /// One million f32 samples with mean 1e4 and unit variance (3 correlated features).
 fn offset_samples() -> (Vec<f32>, Vec<f64>) {
-    let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(7);
+    let mut normals = Normals::new(7);
     let mut x32 = Vec::with_capacity(3_000_000);
     for _ in 0..1_000_000 {
-        let (a, b): (f64, f64) = (
-            StandardNormal.sample(&mut rng),
-            StandardNormal.sample(&mut rng),
-        );
+        let (a, b) = (normals.next_normal(), normals.next_normal());
         for v in [1e4 + a, 1e4 + 0.6 * a + 0.8 * b, -1e4 + b] {
             x32.push(v as f32);
         }
