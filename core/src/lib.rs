@@ -5,11 +5,12 @@
 //! model; then measure. Data flow through the crate top-down, one module per step:
 //!
 //! ```text
-//! samples --accumulate/merge--> moments --fit--> whiten --> (ica) --> sources --> (metrics)
+//! samples --accumulate/merge--> moments --fit--> whiten --> ica --> sources --> (metrics)
 //! ```
 //!
 //! - [`moments`]: streaming, mergeable mean, covariance and cross-covariance (f64 sums).
 //! - [`whiten`]: PCA / ZCA whitening to `K` of `D` components, optional Haar-random rotation.
+//! - [`ica`]: FastICA (parallel and deflation, scikit-learn's contrasts and options).
 //! - [`linalg`]: the dense kernels underneath (symmetric eigensolver, Gram-Schmidt).
 //! - [`random`]: seeded normal draws, the same bits on every target.
 //! - [`float`]: `f32` and `f64` through one small trait; math through `libm`.
@@ -50,6 +51,7 @@
 
 pub mod error;
 pub mod float;
+pub mod ica;
 pub mod linalg;
 pub mod moments;
 pub mod random;

@@ -120,6 +120,25 @@ pub struct WhitenerView<'a, T> {
 }
 
 impl<'a, T: Float> WhitenerView<'a, T> {
+    pub(crate) fn from_slices(
+        d: usize,
+        k: usize,
+        mean: &'a [T],
+        whitening: &'a [T],
+        unwhitening: &'a [T],
+        explained_variance: &'a [T],
+        info: FitInfo,
+    ) -> Self {
+        Self {
+            d,
+            k,
+            mean,
+            whitening,
+            unwhitening,
+            explained_variance,
+            info,
+        }
+    }
     /// Views a whitener stored in the [`storage_len`] layout, e.g. one kept in flash or sent by
     /// another process. `info` is not part of the layout and reads as zeros.
     pub fn from_parts(d: usize, k: usize, storage: &'a [T]) -> Result<Self> {
@@ -238,11 +257,11 @@ fn check_len<T>(buf: &[T], needed: usize) -> Result<()> {
 }
 
 /// Mutable storage of a whitener, whoever owns it.
-struct Parts<'a, T> {
-    mean: &'a mut [T],
-    whitening: &'a mut [T],
-    unwhitening: &'a mut [T],
-    explained_variance: &'a mut [T],
+pub(crate) struct Parts<'a, T> {
+    pub(crate) mean: &'a mut [T],
+    pub(crate) whitening: &'a mut [T],
+    pub(crate) unwhitening: &'a mut [T],
+    pub(crate) explained_variance: &'a mut [T],
 }
 
 /// Workspace split into its pieces.
@@ -377,6 +396,18 @@ fn fit_parts<T: Float>(
         effective_rank,
         max_eigenvalue,
     })
+}
+
+/// Fits into separate parts with a flat [`workspace_len`] workspace (for the FastICA model).
+pub(crate) fn fit_into_parts<T: Float>(
+    m: MomentsRef<'_>,
+    opts: &WhitenOptions,
+    d: usize,
+    k: usize,
+    out: Parts<'_, T>,
+    ws: &mut [f64],
+) -> Result<FitInfo> {
+    fit_parts(m, opts, d, k, out, Scratch::split(ws, d, k)?)
 }
 
 /// Fills `r` (`k x k`) with a Haar-random orthogonal matrix drawn from `seed`.
@@ -561,9 +592,13 @@ impl<'a, T: Float> WhitenerBuf<'a, T> {
         if k == 0 || k > d {
             return Err(Error::InvalidComponents { k, d });
         }
+        let storage = prefix_mut(storage, storage_len(d, k))?;
+        storage.fill(T::ZERO);
+        Self::new_keep(d, k, storage)
+    }
+    fn new_keep(d: usize, k: usize, storage: &'a mut [T]) -> Result<Self> {
         let needed = storage_len(d, k);
         let storage = prefix_mut(storage, needed)?;
-        storage.fill(T::ZERO);
         let (mean, rest) = storage.split_at_mut(d);
         let (whitening, rest) = rest.split_at_mut(k * d);
         let (unwhitening, explained_variance) = rest.split_at_mut(d * k);

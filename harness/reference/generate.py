@@ -30,6 +30,7 @@ manifest = {
     "covariance": [],
     "pca": [],
     "fastica_whitening": [],
+    "fastica": [],
 }
 
 
@@ -132,9 +133,115 @@ def main():
         entry["data"] = "digits_nonconst" if name.startswith("digits") else f"pca_synth10_data.npy"
         manifest["fastica_whitening"].append(entry)
 
+    fastica_fixtures(rng, digits.data[:, digits.data.std(axis=0) > 0])
+
     with open(OUT / "manifest.json", "w") as f:
         json.dump(manifest, f, indent=1)
         f.write("\n")
+
+
+def center_and_norm(x):
+    """scikit-learn's test helper: each column zero-mean, unit std (ddof 0)."""
+    x = x - x.mean(axis=0)
+    return x / x.std(axis=0)
+
+
+def fastica_case(name, x, k, w_init, note, algorithms=("parallel", "deflation"),
+                 funs=("logcosh", "exp", "cube"), whitens=("unit-variance", "arbitrary-variance", False),
+                 dtypes=("float64",), max_iter=200, tol=1e-4, alpha=None):
+    """Fits scikit-learn's FastICA(whiten_solver="eigh") for every combination and records it."""
+    data_files = {}
+    for dtype in dtypes:
+        xd = x.astype(dtype)
+        data_files[dtype] = save(f"ica_{name}_x_{dtype}", xd)
+    # whiten=False expects white data: scikit-learn's own test whitens with PCA(whiten=True) first.
+    white = PCA(n_components=k, whiten=True).fit_transform(x)
+    for dtype in dtypes:
+        data_files["white_" + dtype] = save(f"ica_{name}_white_{dtype}", white.astype(dtype))
+    w_file = save(f"ica_{name}_w_init", w_init)
+    for algorithm in algorithms:
+        for fun in funs:
+            for whiten in whitens:
+                for dtype in dtypes:
+                    xin = (white if whiten is False else x).astype(dtype)
+                    fun_args = {"alpha": alpha} if alpha is not None else None
+                    ica = FastICA(n_components=k if whiten is not False else None, algorithm=algorithm,
+                                  fun=fun, fun_args=fun_args, whiten=whiten, whiten_solver="eigh",
+                                  w_init=w_init, max_iter=max_iter, tol=tol)
+                    with warnings.catch_warnings(record=True) as caught:
+                        warnings.simplefilter("always")
+                        sources = ica.fit_transform(xin)
+                    not_converged = any(issubclass(c.category, ConvergenceWarning) for c in caught)
+                    tag = f"{name}_{algorithm}_{fun}_{whiten or 'none'}_{dtype}"
+                    manifest["fastica"].append({
+                        "name": tag,
+                        "note": note,
+                        "data": data_files[("white_" if whiten is False else "") + dtype],
+                        "dtype": dtype,
+                        "n_components": int(ica.components_.shape[0]),
+                        "algorithm": algorithm,
+                        "fun": fun,
+                        "alpha": alpha if alpha is not None else 1.0,
+                        "whiten": whiten or "false",
+                        "max_iter": max_iter,
+                        "tol": tol,
+                        "w_init": w_file,
+                        "n_iter": int(ica.n_iter_),
+                        # Only the parallel solver warns; deflation never does.
+                        "convergence_warning": bool(not_converged),
+                        "sources": save(f"ica_{tag}_sources", sources.astype(np.float64)),
+                        "components": save(f"ica_{tag}_components", ica.components_.astype(np.float64)),
+                        "mixing": save(f"ica_{tag}_mixing", ica.mixing_.astype(np.float64)),
+                        "rtol": 1e-6 if dtype == "float64" else 1e-3,
+                    })
+
+
+def fastica_fixtures(rng, digits_nonconst):
+    n = 1000
+    # scikit-learn's test_fastica_simple problem: square wave and Cauchy, rotation phi = 0.6.
+    t = np.linspace(0, 100, n)
+    s1 = (2 * np.sin(t) > 0) - 1.0
+    s2 = rng.standard_t(1, size=n)
+    s = center_and_norm(np.c_[s1, s2])
+    phi = 0.6
+    mixing = np.array([[np.cos(phi), np.sin(phi)], [np.sin(phi), -np.cos(phi)]])
+    x = s @ mixing.T
+    w2 = rng.standard_normal((2, 2))
+    fastica_case("square_cauchy", x, 2, w2, "scikit-learn's simple problem: square wave + Cauchy",
+                 dtypes=("float64", "float32"))
+    noisy = center_and_norm(x + 0.1 * rng.standard_normal(x.shape))
+    fastica_case("square_cauchy_noisy", noisy, 2, w2, "the same with 0.1 Gaussian noise",
+                 whitens=("unit-variance",))
+    # Laplace and uniform sources, random mixing.
+    s = np.c_[rng.laplace(size=(2000, 2)), rng.uniform(-1, 1, size=(2000, 2))]
+    x = s @ rng.standard_normal((4, 4)).T + rng.uniform(-3, 3, 4)
+    fastica_case("laplace_uniform", x, 4, rng.standard_normal((4, 4)), "2 Laplace + 2 uniform sources",
+                 funs=("logcosh", "exp", "cube"), whitens=("unit-variance", "arbitrary-variance"),
+                 dtypes=("float64", "float32"))
+    fastica_case("laplace_uniform_alpha", x, 4, rng.standard_normal((4, 4)), "logcosh with alpha = 1.5",
+                 funs=("logcosh",), whitens=("unit-variance",), alpha=1.5)
+    # test_non_square_fastica: two sources in six features, k = 2.
+    t = np.linspace(0, 100, n)
+    s = center_and_norm(np.c_[np.sin(t), np.ceil(np.sin(np.pi * t))])
+    x = s @ rng.standard_normal((6, 2)).T
+    fastica_case("non_square", x, 2, rng.standard_normal((2, 2)), "2 sources in 6 features, k = 2",
+                 funs=("logcosh",), whitens=("unit-variance", "arbitrary-variance"))
+    # The cocktail party of scikit-learn's example: sine, square, sawtooth.
+    from scipy import signal
+    t = np.linspace(0, 8, 2000)
+    s = np.c_[np.sin(2 * t), np.sign(np.sin(3 * t)), signal.sawtooth(2 * np.pi * t)]
+    s += 0.2 * rng.standard_normal(s.shape)
+    s /= s.std(axis=0)
+    x = s @ np.array([[1, 1, 1], [0.5, 2, 1.0], [1.5, 1.0, 2.0]]).T
+    fastica_case("cocktail", x, 3, rng.standard_normal((3, 3)), "sine, square and sawtooth",
+                 funs=("logcosh", "cube"), whitens=("unit-variance",), dtypes=("float64", "float32"))
+    # Real data: the digits' non-constant pixels, 10 components.
+    fastica_case("digits", digits_nonconst, 10, rng.standard_normal((10, 10)), "digits, 10 components",
+                 funs=("logcosh",), whitens=("unit-variance",))
+    # Gaussian sources: no direction is special, so the iteration runs to max_iter.
+    x = rng.standard_normal((1000, 3)) @ rng.standard_normal((3, 3)).T
+    fastica_case("gaussian", x, 3, rng.standard_normal((3, 3)), "Gaussian sources, runs to max_iter",
+                 funs=("logcosh",), whitens=("unit-variance",), max_iter=8, tol=1e-12)
 
 
 if __name__ == "__main__":

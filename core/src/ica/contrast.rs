@@ -1,0 +1,107 @@
+//! Contrast functions: `G` is the contrast, the update uses `g = G'` and `g'`.
+//!
+//! | contrast | G(u) | g(u) | g'(u) |
+//! |---|---|---|---|
+//! | [`LogCosh`] | log cosh(a u) / a | tanh(a u) | a (1 - tanh^2(a u)) |
+//! | [`Exp`] | -exp(-u^2 / 2) | u exp(-u^2 / 2) | (1 - u^2) exp(-u^2 / 2) |
+//! | [`Cube`] | u^4 / 4 | u^3 | 3 u^2 |
+//!
+//! These are scikit-learn's `logcosh` (with `alpha` in [1, 2]), `exp` and `cube`. A user contrast
+//! implements [`Contrast`].
+
+use crate::error::{Error, Result};
+
+/// A FastICA nonlinearity: for a projection `u`, returns `(g(u), g'(u))`.
+pub trait Contrast {
+    /// `(g(u), g'(u))`.
+    fn eval(&self, u: f64) -> (f64, f64);
+}
+
+/// `g(u) = tanh(alpha u)`, the default (scikit-learn's `logcosh`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LogCosh {
+    alpha: f64,
+}
+
+impl LogCosh {
+    /// `alpha = 1`.
+    pub const DEFAULT: Self = Self { alpha: 1.0 };
+    /// `alpha` must be in [1, 2], as scikit-learn requires.
+    pub fn new(alpha: f64) -> Result<Self> {
+        if !(1.0..=2.0).contains(&alpha) {
+            return Err(Error::InvalidParameter("alpha must be in [1, 2]"));
+        }
+        Ok(Self { alpha })
+    }
+    /// `alpha`.
+    pub fn alpha(&self) -> f64 {
+        self.alpha
+    }
+}
+
+impl Default for LogCosh {
+    fn default() -> Self {
+        Self { alpha: 1.0 }
+    }
+}
+
+impl Contrast for LogCosh {
+    #[inline]
+    fn eval(&self, u: f64) -> (f64, f64) {
+        let t = libm::tanh(self.alpha * u);
+        (t, self.alpha * (1.0 - t * t))
+    }
+}
+
+/// `g(u) = u exp(-u^2 / 2)` (scikit-learn's `exp`), robust to outliers.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub struct Exp;
+
+impl Contrast for Exp {
+    #[inline]
+    fn eval(&self, u: f64) -> (f64, f64) {
+        let u2 = u * u;
+        let e = libm::exp(-0.5 * u2);
+        (u * e, (1.0 - u2) * e)
+    }
+}
+
+/// `g(u) = u^3` (scikit-learn's `cube`): kurtosis.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub struct Cube;
+
+impl Contrast for Cube {
+    #[inline]
+    fn eval(&self, u: f64) -> (f64, f64) {
+        let u2 = u * u;
+        (u2 * u, 3.0 * u2)
+    }
+}
+
+/// One of the built-in contrasts, chosen at run time (the CLI and the C API).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ContrastKind {
+    /// [`LogCosh`].
+    LogCosh(LogCosh),
+    /// [`Exp`].
+    Exp,
+    /// [`Cube`].
+    Cube,
+}
+
+impl Default for ContrastKind {
+    fn default() -> Self {
+        Self::LogCosh(LogCosh::default())
+    }
+}
+
+impl Contrast for ContrastKind {
+    #[inline]
+    fn eval(&self, u: f64) -> (f64, f64) {
+        match self {
+            Self::LogCosh(c) => c.eval(u),
+            Self::Exp => Exp.eval(u),
+            Self::Cube => Cube.eval(u),
+        }
+    }
+}

@@ -1,0 +1,145 @@
+//! FastICA's update equations, on `f64` matrices in caller buffers (scikit-learn's conventions).
+//!
+//! Parallel: `W <- sym(E[g(W z) z'] - diag(E[g'(W z)]) W)` with `sym(M) = (M M')^(-1/2) M`; the
+//! change is `max_i | |<w_i_new, w_i_old>| - 1 |`.
+//! Deflation, for row `j`: `w <- E[z g(w'z)] - E[g'(w'z)] w`, Gram-Schmidt against rows `0..j`,
+//! normalise; the change is `| |<w_new, w_old>| - 1 |`.
+
+use crate::error::{Error, Result, prefix_mut};
+use crate::linalg::{dot, symmetric_eigen};
+
+/// `f64` workspace [`sym_decorrelation`] needs for `k x k`.
+pub const fn sym_workspace_len(k: usize) -> usize {
+    3 * k * k + 2 * k
+}
+
+/// `W <- (W W')^(-1/2) W`, the nearest matrix with orthonormal rows. Eigenvalues of `W W'` below
+/// `f64::MIN_POSITIVE` are raised to it, as scikit-learn clips at `finfo.tiny`.
+pub fn sym_decorrelation(w: &mut [f64], k: usize, ws: &mut [f64]) -> Result<()> {
+    let ws = prefix_mut(ws, sym_workspace_len(k))?;
+    let (m, rest) = ws.split_at_mut(k * k);
+    let (values, rest) = rest.split_at_mut(k);
+    let (work, rest) = rest.split_at_mut(k);
+    let (p, tmp) = rest.split_at_mut(k * k);
+    for i in 0..k {
+        for j in i..k {
+            let v = dot(&w[i * k..(i + 1) * k], &w[j * k..(j + 1) * k]);
+            m[i * k + j] = v;
+            m[j * k + i] = v;
+        }
+    }
+    symmetric_eigen(m, k, values, work)?;
+    // P = sum_l v_l v_l' / sqrt(s_l)
+    p.fill(0.0);
+    for (l, v) in m.chunks_exact(k).enumerate() {
+        let inv = 1.0 / libm::sqrt(values[l].max(f64::MIN_POSITIVE));
+        for i in 0..k {
+            let vi = v[i] * inv;
+            for j in 0..k {
+                p[i * k + j] += vi * v[j];
+            }
+        }
+    }
+    for i in 0..k {
+        for j in 0..k {
+            tmp[i * k + j] = (0..k).map(|l| p[i * k + l] * w[l * k + j]).sum();
+        }
+    }
+    w[..k * k].copy_from_slice(tmp);
+    if w[..k * k].iter().any(|v| !v.is_finite()) {
+        return Err(Error::Overflow);
+    }
+    Ok(())
+}
+
+/// Checks that `w` (`k x k`) is usable as a start: every row nonzero and `W W'` not singular
+/// (smallest eigenvalue above `1e-12` of the largest).
+pub fn check_start(w: &[f64], k: usize, ws: &mut [f64]) -> Result<()> {
+    if w.len() != k * k {
+        return Err(Error::DimensionMismatch {
+            expected: k * k,
+            found: w.len(),
+        });
+    }
+    if w.iter().any(|v| !v.is_finite()) {
+        return Err(Error::InvalidParameter("w_init contains NaN or infinity"));
+    }
+    let ws = prefix_mut(ws, sym_workspace_len(k))?;
+    let (m, rest) = ws.split_at_mut(k * k);
+    let (values, rest) = rest.split_at_mut(k);
+    let work = &mut rest[..k];
+    for i in 0..k {
+        for j in 0..k {
+            m[i * k + j] = dot(&w[i * k..(i + 1) * k], &w[j * k..(j + 1) * k]);
+        }
+    }
+    symmetric_eigen(m, k, values, work)?;
+    if values[k - 1].is_nan() || values[k - 1] <= 1e-12 * values[0] {
+        return Err(Error::InvalidParameter("w_init is singular"));
+    }
+    Ok(())
+}
+
+/// One parallel step from the pass sums `gb` (`G` row-major `k x k`, then `b`, `k`) over `n` rows.
+/// Replaces `w` and returns the change.
+pub fn parallel_step(w: &mut [f64], gb: &[f64], n: u64, k: usize, ws: &mut [f64]) -> Result<f64> {
+    let ws = prefix_mut(ws, k * k + sym_workspace_len(k))?;
+    let (w1, sym_ws) = ws.split_at_mut(k * k);
+    let inv_n = 1.0 / n as f64;
+    for i in 0..k {
+        let beta = gb[k * k + i] * inv_n;
+        for j in 0..k {
+            w1[i * k + j] = gb[i * k + j] * inv_n - beta * w[i * k + j];
+        }
+    }
+    sym_decorrelation(w1, k, sym_ws)?;
+    let mut change: f64 = 0.0;
+    for i in 0..k {
+        let c = dot(&w1[i * k..(i + 1) * k], &w[i * k..(i + 1) * k]);
+        change = change.max((c.abs() - 1.0).abs());
+    }
+    w[..k * k].copy_from_slice(w1);
+    Ok(change)
+}
+
+/// One deflation step for row `j` of `w` from the pass sums `sb` (`s`, `k`, then `b`) over `n`
+/// rows; rows `0..j` are the components already found. Returns the change.
+pub fn deflation_step(
+    w: &mut [f64],
+    j: usize,
+    sb: &[f64],
+    n: u64,
+    k: usize,
+    ws: &mut [f64],
+) -> Result<f64> {
+    let w1 = prefix_mut(ws, k)?;
+    let inv_n = 1.0 / n as f64;
+    let beta = sb[k] * inv_n;
+    let (done, rest) = w.split_at_mut(j * k);
+    let current = &mut rest[..k];
+    for i in 0..k {
+        w1[i] = sb[i] * inv_n - beta * current[i];
+    }
+    gram_schmidt(w1, done, k);
+    let norm = libm::sqrt(dot(w1, w1));
+    if norm.is_nan() || norm <= 0.0 || !norm.is_finite() {
+        return Err(Error::Overflow);
+    }
+    for x in w1.iter_mut() {
+        *x /= norm;
+    }
+    let change = (dot(w1, current).abs() - 1.0).abs();
+    current.copy_from_slice(w1);
+    Ok(change)
+}
+
+/// `w <- w - (w W') W` for orthonormal rows `W`: scikit-learn's `_gs_decorrelation`, in the
+/// modified form (equal in exact arithmetic for orthonormal rows, and at least as accurate).
+pub fn gram_schmidt(w: &mut [f64], rows: &[f64], k: usize) {
+    for prev in rows.chunks_exact(k) {
+        let p = dot(w, prev);
+        for (x, y) in w.iter_mut().zip(prev) {
+            *x -= p * y;
+        }
+    }
+}
