@@ -2,5 +2,6 @@
 //! The numerics all live in the `unmix` core; this crate only moves data in and out of it.
 
 pub mod demo;
+pub mod fastica;
 pub mod io;
 pub mod pipeline;

@@ -3,6 +3,7 @@
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand, ValueEnum};
+use harness::fastica::{self, FitJob};
 use harness::io::{self, Table};
 use harness::pipeline::{WhitenJob, whiten};
 use std::path::PathBuf;
@@ -24,6 +25,12 @@ struct Cli {
 enum Command {
     /// Fit a PCA/ZCA whitener on samples (rows) and write the whitened data.
     Whiten(WhitenArgs),
+    /// Fit FastICA (scikit-learn's algorithm and options) and write the model and the sources.
+    Fit(FitArgs),
+    /// Sources of new samples under a fitted model.
+    Transform(ApplyArgs),
+    /// Samples from sources under a fitted model.
+    InverseTransform(ApplyArgs),
     /// Run the pipeline on the bundled digits data and print a report.
     Demo {
         /// Worker threads (default: all cores). Results do not depend on it.
@@ -76,6 +83,301 @@ struct WhitenArgs {
     /// Where to write the fitted whitener (JSON).
     #[arg(long)]
     model: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum AlgorithmArg {
+    Parallel,
+    Deflation,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum FunArg {
+    Logcosh,
+    Exp,
+    Cube,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum WhitenArg {
+    #[value(name = "unit-variance")]
+    UnitVariance,
+    #[value(name = "arbitrary-variance")]
+    ArbitraryVariance,
+    #[value(name = "false")]
+    False,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum DtypeArg {
+    F32,
+    F64,
+}
+
+#[derive(clap::Args)]
+struct FitArgs {
+    /// Samples as rows: .npy or .csv.
+    #[arg(long)]
+    input: PathBuf,
+    /// Components (default: all features).
+    #[arg(long)]
+    n_components: Option<usize>,
+    #[arg(long, value_enum, default_value = "parallel")]
+    algorithm: AlgorithmArg,
+    /// Contrast function.
+    #[arg(long, value_enum, default_value = "logcosh")]
+    fun: FunArg,
+    /// logcosh's alpha, in [1, 2].
+    #[arg(long, default_value_t = 1.0)]
+    alpha: f64,
+    /// unit-variance, arbitrary-variance, or false (data already white).
+    #[arg(long, value_enum, default_value = "unit-variance")]
+    whiten: WhitenArg,
+    #[arg(long, default_value_t = 200)]
+    max_iter: usize,
+    #[arg(long, default_value_t = 1e-4, allow_negative_numbers = true)]
+    tol: f64,
+    /// Start matrix, k x k (.npy or .csv); default: standard normals from --random-state.
+    #[arg(long)]
+    w_init: Option<PathBuf>,
+    #[arg(long, default_value_t = 0)]
+    random_state: u64,
+    /// Precision of the model and sources (default: the input's float type).
+    #[arg(long, value_enum)]
+    dtype: Option<DtypeArg>,
+    /// Order components by |excess kurtosis| and sign them to positive skewness.
+    #[arg(long)]
+    canonical: bool,
+    /// Eigenvalues above this fraction of the largest count towards the effective rank.
+    #[arg(long, default_value_t = WhitenOptions::DEFAULT.rank_rtol)]
+    rank_rtol: f64,
+    /// Worker threads (default: all cores). Results do not depend on it.
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Where to write the model (JSON).
+    #[arg(long)]
+    model: PathBuf,
+    /// Where to write the sources of the input (.npy).
+    #[arg(long)]
+    sources: Option<PathBuf>,
+}
+
+#[derive(clap::Args)]
+struct ApplyArgs {
+    /// A model written by `unmix fit`.
+    #[arg(long)]
+    model: PathBuf,
+    /// Rows to map: .npy or .csv.
+    #[arg(long)]
+    input: PathBuf,
+    /// Where to write the result (.npy).
+    #[arg(long)]
+    output: PathBuf,
+    /// Worker threads (default: all cores).
+    #[arg(long)]
+    threads: Option<usize>,
+}
+
+fn run_fit(a: &FitArgs) -> Result<serde_json::Value> {
+    use unmix::ica::{
+        Algorithm, ContrastKind, FastIcaOptions, IcaOptions, LogCosh, WInit, WhitenMode,
+    };
+    if let Some(s) = &a.sources {
+        if extension(s) != "npy" {
+            bail!("--sources must be a .npy path, got {}", s.display());
+        }
+    }
+    let contrast = match a.fun {
+        FunArg::Logcosh => ContrastKind::LogCosh(LogCosh::new(a.alpha).context("--alpha")?),
+        FunArg::Exp => ContrastKind::Exp,
+        FunArg::Cube => ContrastKind::Cube,
+    };
+    let options = FastIcaOptions {
+        ica: IcaOptions {
+            algorithm: match a.algorithm {
+                AlgorithmArg::Parallel => Algorithm::Parallel,
+                AlgorithmArg::Deflation => Algorithm::Deflation,
+            },
+            max_iter: a.max_iter,
+            tol: a.tol,
+        },
+        contrast,
+        whiten: match a.whiten {
+            WhitenArg::UnitVariance => WhitenMode::UnitVariance,
+            WhitenArg::ArbitraryVariance => WhitenMode::ArbitraryVariance,
+            WhitenArg::False => WhitenMode::None,
+        },
+        rank_rtol: a.rank_rtol,
+        canonical: a.canonical,
+    };
+    let table = io::read_table(&a.input)?;
+    let (n, d) = table.shape();
+    eprintln!(
+        "read {} x {} ({}) from {}",
+        n,
+        d,
+        table.dtype(),
+        a.input.display()
+    );
+    let w_init = match &a.w_init {
+        Some(p) => {
+            let m = io::read_table(p)?.to_f64();
+            let k = if matches!(a.whiten, WhitenArg::False) {
+                d
+            } else {
+                a.n_components.unwrap_or(d)
+            };
+            if (m.rows, m.cols) != (k, k) {
+                bail!(
+                    "{}: w_init has shape {} x {}, expected {k} x {k}",
+                    p.display(),
+                    m.rows,
+                    m.cols
+                );
+            }
+            Some(m.data)
+        }
+        None => None,
+    };
+    let init = match &w_init {
+        Some(m) => WInit::Matrix(m),
+        None => WInit::Seed(a.random_state),
+    };
+    let bar = progress_bar(a.max_iter);
+    let report = |it: usize, change: f64| {
+        bar.set_position(it as u64);
+        bar.set_message(format!("change {change:.2e}"));
+    };
+    let job = FitJob {
+        n_components: a.n_components,
+        options,
+        init,
+        threads: threads(a.threads),
+        progress: &report,
+    };
+    let dtype = a.dtype.unwrap_or(if matches!(table, Table::F32(_)) {
+        DtypeArg::F32
+    } else {
+        DtypeArg::F64
+    });
+    let input = a.input.display();
+    let (model, info) = match dtype {
+        DtypeArg::F32 => {
+            let x = match &table {
+                Table::F32(m) => m.clone(),
+                Table::F64(m) => m.map(|v| v as f32),
+            };
+            let out = fastica::fit(&x, &job).with_context(|| format!("{input}"))?;
+            write_fit(a, &out.model, &out.sources)?;
+            (out.model, out.info)
+        }
+        DtypeArg::F64 => {
+            let out = fastica::fit(&table.to_f64(), &job).with_context(|| format!("{input}"))?;
+            write_fit(a, &out.model, &out.sources)?;
+            (out.model, out.info)
+        }
+    };
+    bar.finish_and_clear();
+    if !info.converged {
+        eprintln!(
+            "warning: FastICA did not converge in {} iterations (last change {:.3e} >= tol {:e}); \
+             consider increasing --max-iter or --tol",
+            info.n_iter, info.last_change, a.tol
+        );
+    }
+    Ok(serde_json::json!({
+        "model": a.model,
+        "sources": a.sources,
+        "n_samples": n,
+        "n_features": d,
+        "n_components": model["n_components"],
+        "n_iter": info.n_iter,
+        "converged": info.converged,
+        "last_change": info.last_change,
+    }))
+}
+
+fn write_fit<T: npyz::AutoSerialize + Copy>(
+    a: &FitArgs,
+    model: &serde_json::Value,
+    sources: &io::Matrix<T>,
+) -> Result<()> {
+    if let Some(path) = &a.sources {
+        io::write_npy(path, sources)?;
+    }
+    if let Err(e) = io::write_json(&a.model, model) {
+        if let Some(path) = &a.sources {
+            let _ = std::fs::remove_file(path);
+        }
+        return Err(e);
+    }
+    Ok(())
+}
+
+fn progress_bar(len: usize) -> indicatif::ProgressBar {
+    // indicatif draws nothing when stderr is not a terminal.
+    let bar = indicatif::ProgressBar::new(len as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("FastICA {bar:30} {pos}/{len} iterations, {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    bar
+}
+
+fn run_apply(a: &ApplyArgs, inverse: bool) -> Result<serde_json::Value> {
+    if extension(&a.output) != "npy" {
+        bail!("--output must be a .npy path, got {}", a.output.display());
+    }
+    let model = fastica::load_model(&a.model)?;
+    let table = io::read_table(&a.input)?;
+    let (n, width) = table.shape();
+    let (in_w, out_w) = if inverse {
+        (model.k, model.d)
+    } else {
+        (model.d, model.k)
+    };
+    if width != in_w {
+        bail!(
+            "{}: {} columns, but the model {} expects {in_w}",
+            a.input.display(),
+            width,
+            a.model.display()
+        );
+    }
+    let t = threads(a.threads);
+    fn apply<T: unmix::Float + npyz::AutoSerialize>(
+        m: &fastica::LoadedModel,
+        x: &io::Matrix<T>,
+        out_w: usize,
+        inverse: bool,
+        threads: usize,
+    ) -> Result<io::Matrix<T>> {
+        let storage: Vec<T> = m.storage.iter().map(|v| T::from_f64(*v)).collect();
+        let view = unmix::ica::FastIcaView::from_parts(m.d, m.k, &storage, m.info)?;
+        let mut out = vec![T::ZERO; x.rows * out_w];
+        let in_w = x.cols;
+        fastica::map_rows(&x.data, in_w, &mut out, out_w, threads, |xi, oi| {
+            if inverse {
+                view.inverse_transform_rows(xi, oi)
+            } else {
+                view.transform_rows(xi, oi)
+            }
+        })?;
+        io::Matrix::new(x.rows, out_w, out)
+    }
+    if model.dtype == "float32" {
+        let x = match &table {
+            Table::F32(m) => m.clone(),
+            Table::F64(m) => m.map(|v| v as f32),
+        };
+        io::write_npy(&a.output, &apply(&model, &x, out_w, inverse, t)?)?;
+    } else {
+        io::write_npy(
+            &a.output,
+            &apply(&model, &table.to_f64(), out_w, inverse, t)?,
+        )?;
+    }
+    Ok(serde_json::json!({"output": a.output, "n_samples": n, "n_columns": out_w}))
 }
 
 fn threads(arg: Option<usize>) -> usize {
@@ -157,6 +459,9 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
         Command::Whiten(a) => run_whiten(a),
+        Command::Fit(a) => run_fit(a),
+        Command::Transform(a) => run_apply(a, false),
+        Command::InverseTransform(a) => run_apply(a, true),
         Command::Demo { threads: t } => harness::demo::run(threads(*t)),
     };
     match result {

@@ -11,8 +11,9 @@
 
 use crate::error::{Error, Result};
 
-/// A FastICA nonlinearity: for a projection `u`, returns `(g(u), g'(u))`.
-pub trait Contrast {
+/// A FastICA nonlinearity: for a projection `u`, returns `(g(u), g'(u))`. `Sync`, so that
+/// passes can run on several threads.
+pub trait Contrast: Sync {
     /// `(g(u), g'(u))`.
     fn eval(&self, u: f64) -> (f64, f64);
 }
