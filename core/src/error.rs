@@ -64,6 +64,15 @@ pub enum Error {
         /// Iterations performed.
         iterations: usize,
     },
+    /// Labels hold a single class (or one class has zero total weight): the metric is undefined.
+    SingleClass,
+    /// A column has zero variance, so a correlation with it is undefined.
+    ZeroVariance {
+        /// Column index (in the first matrix, then the second, counted separately).
+        col: usize,
+    },
+    /// No complete assignment avoids the forbidden (+infinity) costs.
+    Infeasible,
     /// An intermediate result overflowed (e.g. a covariance of data near 1e200): rescale the data.
     Overflow,
     /// An option is outside its documented range; the string names it.
@@ -110,6 +119,14 @@ impl fmt::Display for Error {
             Error::NoConvergence { iterations } => {
                 write!(f, "no convergence after {iterations} iterations")
             }
+            Error::SingleClass => write!(f, "labels hold a single class: the metric is undefined"),
+            Error::ZeroVariance { col } => {
+                write!(
+                    f,
+                    "column {col} has zero variance: its correlation is undefined"
+                )
+            }
+            Error::Infeasible => write!(f, "the cost matrix is infeasible: no complete assignment"),
             Error::Overflow => {
                 write!(f, "intermediate result overflowed; rescale the data")
             }

@@ -5,12 +5,13 @@
 //! model; then measure. Data flow through the crate top-down, one module per step:
 //!
 //! ```text
-//! samples --accumulate/merge--> moments --fit--> whiten --> ica --> sources --> (metrics)
+//! samples --accumulate/merge--> moments --fit--> whiten --> ica --> sources --> metrics
 //! ```
 //!
 //! - [`moments`]: streaming, mergeable mean, covariance and cross-covariance (f64 sums).
 //! - [`whiten`]: PCA / ZCA whitening to `K` of `D` components, optional Haar-random rotation.
 //! - [`ica`]: FastICA (parallel and deflation, scikit-learn's contrasts and options).
+//! - [`metrics`]: AUROC, sparsity and concentration, correlation, assignment, MCC, Amari index.
 //! - [`linalg`]: the dense kernels underneath (symmetric eigensolver, Gram-Schmidt).
 //! - [`random`]: seeded normal draws, the same bits on every target.
 //! - [`float`]: `f32` and `f64` through one small trait; math through `libm`.
@@ -53,6 +54,7 @@ pub mod error;
 pub mod float;
 pub mod ica;
 pub mod linalg;
+pub mod metrics;
 pub mod moments;
 pub mod random;
 pub mod whiten;

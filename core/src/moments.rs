@@ -91,6 +91,19 @@ fn scatter(
     }
 }
 
+/// `s[i] += sum_r block[r][i]^2 + delta[i]^2 f`: one variable's centred sum of squares.
+fn diagonal(s: &mut [f64], block: &[f64], nb: usize, delta: &[f64], f: f64) {
+    let d = delta.len();
+    for row in block.chunks_exact(d).take(nb) {
+        for (acc, b) in s.iter_mut().zip(row) {
+            *acc += b * b;
+        }
+    }
+    for (acc, dl) in s.iter_mut().zip(delta) {
+        *acc += dl * dl * f;
+    }
+}
+
 /// Moves `mean` to the combined mean of `n_a` samples at `mean` and `n_b` at `mean + delta`.
 fn shift_mean(mean: &mut [f64], delta: &[f64], n_b: u64, n: u64) {
     let w = n_b as f64 / n as f64;
@@ -426,6 +439,8 @@ pub struct CrossMomentsRef<'a> {
     mean_x: &'a [f64],
     mean_y: &'a [f64],
     comoment: &'a [f64],
+    sxx: &'a [f64],
+    syy: &'a [f64],
 }
 
 impl<'a> CrossMomentsRef<'a> {
@@ -452,6 +467,27 @@ impl<'a> CrossMomentsRef<'a> {
         }
         Ok(())
     }
+    /// Writes the `dx x dy` Pearson correlations. A constant column is
+    /// [`Error::ZeroVariance`] (columns of `x` first, then of `y`).
+    pub fn correlation_into(&self, out: &mut [f64]) -> Result<()> {
+        let out = prefix_mut(out, self.dx * self.dy)?;
+        denominator(self.n, 0)?;
+        let zero = |s: &[f64], offset: usize| {
+            s.iter()
+                .position(|v| v.is_nan() || *v <= 0.0)
+                .map(|c| c + offset)
+        };
+        if let Some(col) = zero(self.sxx, 0).or_else(|| zero(self.syy, self.dx)) {
+            return Err(Error::ZeroVariance { col });
+        }
+        for (i, row) in out.chunks_exact_mut(self.dy).enumerate() {
+            for (j, o) in row.iter_mut().enumerate() {
+                let r = self.comoment[i * self.dy + j] / libm::sqrt(self.sxx[i] * self.syy[j]);
+                *o = r.clamp(-1.0, 1.0);
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Cross-covariance of `x` (`dx` features) with `y` (`dy` features) in a buffer the caller lends.
@@ -475,6 +511,8 @@ pub struct CrossMomentsBuf<'a> {
     mean_x: &'a mut [f64],
     mean_y: &'a mut [f64],
     comoment: &'a mut [f64],
+    sxx: &'a mut [f64],
+    syy: &'a mut [f64],
     bmean_x: &'a mut [f64],
     bmean_y: &'a mut [f64],
     block_x: &'a mut [f64],
@@ -484,7 +522,7 @@ pub struct CrossMomentsBuf<'a> {
 impl<'a> CrossMomentsBuf<'a> {
     /// `f64` elements of storage needed.
     pub const fn buffer_len(dx: usize, dy: usize) -> usize {
-        dx * dy + (BLOCK + 2) * (dx + dy)
+        dx * dy + (BLOCK + 3) * (dx + dy)
     }
     /// Takes `buffer_len(dx, dy)` elements of `buf` (zeroing them).
     pub fn new(dx: usize, dy: usize, buf: &'a mut [f64]) -> Result<Self> {
@@ -499,6 +537,8 @@ impl<'a> CrossMomentsBuf<'a> {
         let (mean_x, rest) = buf.split_at_mut(dx);
         let (mean_y, rest) = rest.split_at_mut(dy);
         let (comoment, rest) = rest.split_at_mut(dx * dy);
+        let (sxx, rest) = rest.split_at_mut(dx);
+        let (syy, rest) = rest.split_at_mut(dy);
         let (bmean_x, rest) = rest.split_at_mut(dx);
         let (bmean_y, rest) = rest.split_at_mut(dy);
         let (block_x, block_y) = rest.split_at_mut(BLOCK * dx);
@@ -509,6 +549,8 @@ impl<'a> CrossMomentsBuf<'a> {
             mean_x,
             mean_y,
             comoment,
+            sxx,
+            syy,
             bmean_x,
             bmean_y,
             block_x,
@@ -549,6 +591,8 @@ impl<'a> CrossMomentsBuf<'a> {
                 f,
                 false,
             );
+            diagonal(self.sxx, bx, nb, self.bmean_x, f);
+            diagonal(self.syy, by, nb, self.bmean_y, f);
             shift_mean(self.mean_x, self.bmean_x, nb as u64, n_new);
             shift_mean(self.mean_y, self.bmean_y, nb as u64, n_new);
             self.n = n_new;
@@ -591,6 +635,20 @@ impl<'a> CrossMomentsBuf<'a> {
                 *c += o + di * dj;
             }
         }
+        for (s, (o, dl)) in self
+            .sxx
+            .iter_mut()
+            .zip(other.sxx.iter().zip(self.bmean_x.iter()))
+        {
+            *s += o + dl * dl * f;
+        }
+        for (s, (o, dl)) in self
+            .syy
+            .iter_mut()
+            .zip(other.syy.iter().zip(self.bmean_y.iter()))
+        {
+            *s += o + dl * dl * f;
+        }
         shift_mean(self.mean_x, self.bmean_x, other.n, n_new);
         shift_mean(self.mean_y, self.bmean_y, other.n, n_new);
         self.n = n_new;
@@ -605,6 +663,8 @@ impl<'a> CrossMomentsBuf<'a> {
             mean_x: self.mean_x,
             mean_y: self.mean_y,
             comoment: self.comoment,
+            sxx: self.sxx,
+            syy: self.syy,
         }
     }
 }
