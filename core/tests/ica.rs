@@ -56,7 +56,6 @@ fn fit<T: Float>(
         .unwrap();
     let mut s = vec![T::ZERO; n * k];
     model.view().transform_rows(x, &mut s).unwrap();
-    drop(model);
     (storage, s, info)
 }
 
@@ -145,7 +144,6 @@ proptest! {
             parts.accumulate(&w, &x[start * k..c.max(start) * k], &LogCosh::DEFAULT).unwrap();
             start = c.max(start);
         }
-        drop((whole, parts));
         prop_assert_eq!(whole_buf, parts_buf);
     }
 
