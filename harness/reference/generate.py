@@ -31,6 +31,11 @@ manifest = {
     "pca": [],
     "fastica_whitening": [],
     "fastica": [],
+    "auroc": [],
+    "assignment": [],
+    "mcc": [],
+    "amari": [],
+    "hoyer": [],
 }
 
 
@@ -134,6 +139,7 @@ def main():
         manifest["fastica_whitening"].append(entry)
 
     fastica_fixtures(rng, digits.data[:, digits.data.std(axis=0) > 0])
+    metric_fixtures(np.random.default_rng(20260202))
 
     with open(OUT / "manifest.json", "w") as f:
         json.dump(manifest, f, indent=1)
@@ -242,6 +248,106 @@ def fastica_fixtures(rng, digits_nonconst):
     x = rng.standard_normal((1000, 3)) @ rng.standard_normal((3, 3)).T
     fastica_case("gaussian", x, 3, rng.standard_normal((3, 3)), "Gaussian sources, runs to max_iter",
                  funs=("logcosh",), whitens=("unit-variance",), max_iter=8, tol=1e-12)
+
+
+def metric_fixtures(rng):
+    from scipy.optimize import linear_sum_assignment
+    from scipy.stats import spearmanr
+    from sklearn.metrics import roc_auc_score
+
+    # ---- AUROC: scikit-learn's roc_auc_score --------------------------------------------------
+    def auroc_case(name, y, s, w=None):
+        # Labels as int8; scores as float32 when that is exact (the million-sample case).
+        exact32 = np.array_equal(s.astype(np.float32).astype(np.float64), s)
+        entry = {"name": name, "labels": save(f"auroc_{name}_labels", y.astype(np.int8)),
+                 "scores": save(f"auroc_{name}_scores", s.astype(np.float32) if exact32 and s.size > 10**5 else s)}
+        entry["auroc"] = float(roc_auc_score(y, s, sample_weight=w))
+        if w is not None:
+            entry["weights"] = save(f"auroc_{name}_weights", w)
+        manifest["auroc"].append(entry)
+    auroc_case("golden_ties", np.array([0, 1, 0, 1, 1, 0]), np.array([0.5, 0.5, 0.2, 0.9, 0.5, 0.5]))
+    auroc_case("golden_weighted", np.array([0, 1, 0, 1, 1, 0]), np.array([0.5, 0.5, 0.2, 0.9, 0.5, 0.5]),
+               np.array([1, 2, 1, 1, 3, 0.5]))
+    y = rng.integers(0, 2, 5000)
+    auroc_case("heavy_ties", y, np.round(rng.standard_normal(5000) + 0.3 * y, 1))
+    auroc_case("weighted_ties", y, np.round(rng.standard_normal(5000) + 0.3 * y, 1), rng.uniform(0, 3, 5000))
+    auroc_case("zero_weights", y, rng.standard_normal(5000) + 0.5 * y, rng.integers(0, 3, 5000).astype(float))
+    y = rng.integers(0, 2, 1_000_000)
+    auroc_case("million", y, (rng.standard_normal(1_000_000) + 0.2 * y).astype(np.float32).astype(np.float64))
+
+    # ---- linear_sum_assignment: scipy ------------------------------------------------------------
+    def lsa_case(name, cost, maximize=False):
+        entry = {"name": name, "cost": save(f"lsa_{name}", cost), "maximize": maximize}
+        try:
+            r, c = linear_sum_assignment(cost, maximize=maximize)
+            entry.update(rows=r.tolist(), cols=c.tolist(), total=float(cost[r, c].sum()))
+        except ValueError as e:
+            entry["error"] = str(e)
+        manifest["assignment"].append(entry)
+    lsa_case("golden3", np.array([[4.0, 1, 3], [2, 0, 5], [3, 2, 2]]))
+    lsa_case("wide3x4", np.array([[1.0, 2, 3, 4], [2, 4, 6, 8], [3, 6, 9, 12]]))
+    lsa_case("tall4x3", np.array([[1.0, 2, 3, 4], [2, 4, 6, 8], [3, 6, 9, 12]]).T.copy())
+    lsa_case("ones", np.ones((3, 3)))
+    lsa_case("random64", rng.standard_normal((64, 64)))
+    lsa_case("random64_max", rng.standard_normal((64, 64)), maximize=True)
+    lsa_case("random256", rng.uniform(0, 1, (256, 256)))
+    lsa_case("rect40x90", rng.integers(0, 5, (40, 90)).astype(float))
+    lsa_case("rect90x40_max", rng.integers(0, 5, (90, 40)).astype(float), maximize=True)
+    lsa_case("ties", rng.integers(0, 3, (30, 30)).astype(float))
+    lsa_case("forbidden", np.array([[np.inf, 1.0], [1.0, np.inf]]))
+    lsa_case("infeasible", np.array([[np.inf, np.inf], [1.0, 1.0]]))
+    lsa_case("nan", np.array([[1.0, np.nan], [1.0, 1.0]]))
+    lsa_case("neg_inf", np.array([[1.0, -np.inf], [1.0, 1.0]]))
+    lsa_case("pos_inf_max", np.array([[1.0, np.inf], [1.0, 1.0]]), maximize=True)
+
+    # ---- MCC as the identifiability papers compute it ---------------------------------------------
+    def mcc_reference(x, y, method):
+        d = x.shape[1]
+        if method == "pearson":
+            cc = np.corrcoef(x, y, rowvar=False)[:d, d:]
+        else:
+            cc = spearmanr(x, y)[0][:d, d:]
+        cc = np.abs(cc)
+        r, c = linear_sum_assignment(-cc)
+        return float(cc[r, c].mean()), c.tolist()
+    def mcc_case(name, x, y):
+        entry = {"name": name, "true": save(f"mcc_{name}_true", x), "estimated": save(f"mcc_{name}_est", y)}
+        for method in ("pearson", "spearman"):
+            entry[method], entry[method + "_pairs"] = mcc_reference(x, y, method)
+        manifest["mcc"].append(entry)
+    z = np.random.default_rng(0).standard_normal((500, 3))
+    zhat = z[:, [2, 0, 1]] * np.array([2.0, -3.0, 0.5]) + 0.01 * np.random.default_rng(1).standard_normal((500, 3))
+    mcc_case("anchor_golden", z, zhat)
+    s = rng.laplace(size=(2000, 5))
+    mcc_case("noisy_monotone", s, np.tanh(s[:, [4, 3, 2, 1, 0]]) + 0.3 * rng.standard_normal((2000, 5)))
+    mcc_case("ties", np.round(rng.standard_normal((300, 4)), 0), np.round(rng.standard_normal((300, 4)), 0))
+
+    # ---- Amari index (classic, normalised by 2k(k-1)) ------------------------------------------
+    def amari_reference(p):
+        p = np.abs(p)
+        k = p.shape[0]
+        rows = (p.sum(axis=1) / p.max(axis=1) - 1).sum()
+        cols = (p.sum(axis=0) / p.max(axis=0) - 1).sum()
+        return float((rows + cols) / (2 * k * (k - 1)))
+    def amari_case(name, w, a):
+        manifest["amari"].append({"name": name, "unmixing": save(f"amari_{name}_w", w),
+                                  "mixing": save(f"amari_{name}_a", a), "amari": amari_reference(w @ a)})
+    a = np.array([[1.0, 2], [3, 4]])
+    amari_case("identity", np.eye(2), a)
+    amari_case("inverse", np.linalg.inv(a), a)
+    amari_case("scaled_permutation", np.array([[0.0, 2], [-1, 0]]) @ np.linalg.inv(a), a)
+    amari_case("random5", rng.standard_normal((5, 5)), rng.standard_normal((5, 5)))
+    amari_case("rect", rng.standard_normal((3, 7)), rng.standard_normal((7, 3)))
+
+    # ---- Hoyer sparsity ------------------------------------------------------------------------
+    def hoyer(c):
+        c = np.abs(np.asarray(c, dtype=float))
+        d = c.size
+        return float((np.sqrt(d) - c.sum() / np.sqrt((c ** 2).sum())) / (np.sqrt(d) - 1))
+    for name, c in (("one_hot", [1, 0, 0, 0]), ("uniform", [1, 1, 1, 1]), ("pair", [1, -1, 0, 0]),
+                    ("golden", [3, 1, 0, 0]), ("fractions", rng.dirichlet(np.ones(64) * 0.3))):
+        c = np.asarray(c, dtype=float)
+        manifest["hoyer"].append({"name": name, "vector": save(f"hoyer_{name}", c), "sparsity": hoyer(c)})
 
 
 if __name__ == "__main__":
