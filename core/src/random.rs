@@ -46,6 +46,19 @@ impl Normals {
         }
     }
 
+    /// A uniform integer in `0..bound` (`bound >= 1`), unbiased by rejection; for shuffles.
+    pub fn below(&mut self, bound: u64) -> u64 {
+        let bound = bound.max(1);
+        // Reject the top partial copy of [0, bound) so every residue is equally likely.
+        let zone = u64::MAX - (u64::MAX % bound) - 1;
+        loop {
+            let v = self.rng.next_u64();
+            if v <= zone {
+                return v % bound;
+            }
+        }
+    }
+
     /// Fills `out` with standard normal draws, in order.
     pub fn fill(&mut self, out: &mut [f64]) {
         for x in out.iter_mut() {

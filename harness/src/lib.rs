@@ -4,4 +4,5 @@
 pub mod demo;
 pub mod fastica;
 pub mod io;
+pub mod metric;
 pub mod pipeline;

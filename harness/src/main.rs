@@ -31,12 +31,138 @@ enum Command {
     Transform(ApplyArgs),
     /// Samples from sources under a fitted model.
     InverseTransform(ApplyArgs),
+    /// Score representations: AUROC, sparsity, MCC, Amari index, concentration.
+    #[command(subcommand)]
+    Metric(MetricCommand),
     /// Run the pipeline on the bundled digits data and print a report.
     Demo {
         /// Worker threads (default: all cores). Results do not depend on it.
         #[arg(long)]
         threads: Option<usize>,
     },
+}
+
+#[derive(Subcommand)]
+enum MetricCommand {
+    /// Exact AUROC (ties count half), optionally weighted.
+    Auroc {
+        /// Scores, one per sample (.npy or .csv).
+        #[arg(long)]
+        scores: PathBuf,
+        /// Two-class labels (the greater value is positive).
+        #[arg(long)]
+        labels: PathBuf,
+        /// Non-negative sample weights.
+        #[arg(long)]
+        weights: Option<PathBuf>,
+    },
+    /// Hoyer sparsity of split fractions (counts are normalised first).
+    Sparsity {
+        #[arg(long)]
+        fractions: PathBuf,
+    },
+    /// Mean |correlation| of estimated to true sources after optimal matching.
+    Mcc {
+        /// True sources, n x d.
+        #[arg(long = "true")]
+        truth: PathBuf,
+        /// Estimated sources, n x d'.
+        #[arg(long)]
+        estimated: PathBuf,
+        #[arg(long, value_enum, default_value = "pearson")]
+        method: CorrelationArg,
+    },
+    /// Amari index of unmixing (k x d, whitening included) times mixing (d x k), in [0, 1].
+    Amari {
+        #[arg(long)]
+        unmixing: PathBuf,
+        #[arg(long)]
+        mixing: PathBuf,
+    },
+    /// The paper's concentration: tree split fractions, their sparsity, and the held-out AUROC
+    /// of the top features against the rest.
+    Concentration {
+        /// Features, n x D.
+        #[arg(long)]
+        features: PathBuf,
+        /// Two-class labels.
+        #[arg(long)]
+        labels: PathBuf,
+        /// Integer group of each sample: whole groups are held out (out-of-distribution score).
+        #[arg(long)]
+        groups: Option<PathBuf>,
+        /// Share of features in the top group, in (0, 1).
+        #[arg(long, default_value_t = 0.25)]
+        top: f64,
+        /// Share of samples (or of groups) held out.
+        #[arg(long, default_value_t = 0.25)]
+        test_fraction: f64,
+        #[arg(long, default_value_t = 0)]
+        random_state: u64,
+        /// Boosting rounds.
+        #[arg(long, default_value_t = 100)]
+        n_trees: usize,
+        #[arg(long, default_value_t = 3)]
+        max_depth: usize,
+        #[arg(long, default_value_t = 0.1)]
+        learning_rate: f64,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum CorrelationArg {
+    Pearson,
+    Spearman,
+}
+
+fn run_metric(c: &MetricCommand) -> Result<serde_json::Value> {
+    use harness::metric;
+    match c {
+        MetricCommand::Auroc {
+            scores,
+            labels,
+            weights,
+        } => metric::auroc(scores, labels, weights.as_deref()),
+        MetricCommand::Sparsity { fractions } => metric::sparsity(fractions),
+        MetricCommand::Mcc {
+            truth,
+            estimated,
+            method,
+        } => {
+            let method = match method {
+                CorrelationArg::Pearson => unmix::metrics::correlation::Method::Pearson,
+                CorrelationArg::Spearman => unmix::metrics::correlation::Method::Spearman,
+            };
+            metric::mcc(truth, estimated, method)
+        }
+        MetricCommand::Amari { unmixing, mixing } => metric::amari(unmixing, mixing),
+        MetricCommand::Concentration {
+            features,
+            labels,
+            groups,
+            top,
+            test_fraction,
+            random_state,
+            n_trees,
+            max_depth,
+            learning_rate,
+        } => {
+            let x = io::read_table(features)?.to_f64();
+            let y = metric::read_binary_labels(labels)?;
+            let g = groups.as_deref().map(io::read_labels).transpose()?;
+            let job = metric::ConcentrationJob {
+                top: *top,
+                random_state: *random_state,
+                test_fraction: *test_fraction,
+                trees: metric::Trees {
+                    n_trees: *n_trees,
+                    max_depth: *max_depth,
+                    learning_rate: *learning_rate,
+                },
+            };
+            metric::concentration(&x, &y, g.as_deref(), &job)
+        }
+    }
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -462,6 +588,7 @@ fn main() -> ExitCode {
         Command::Fit(a) => run_fit(a),
         Command::Transform(a) => run_apply(a, false),
         Command::InverseTransform(a) => run_apply(a, true),
+        Command::Metric(c) => run_metric(c),
         Command::Demo { threads: t } => harness::demo::run(threads(*t)),
     };
     match result {
