@@ -204,6 +204,34 @@ fn invert(a: &[f64], k: usize) -> Vec<f64> {
 }
 
 #[test]
+fn fuzzer_findings_stay_fixed() {
+    // Huge weights overflowed W+ W- into NaN.
+    let w = [1e308, 1e308, 5e307, 1e308];
+    let a = auroc_weighted(
+        &[0.1, 0.4, 0.35, 0.8],
+        &[false, false, true, true],
+        &w,
+        &mut [0; 4],
+    )
+    .unwrap();
+    let b = auroc_weighted(
+        &[0.1, 0.4, 0.35, 0.8],
+        &[false, false, true, true],
+        &[2.0, 2.0, 1.0, 2.0],
+        &mut [0; 4],
+    )
+    .unwrap();
+    assert!(a.is_finite() && (a - b).abs() < 1e-15, "{a} vs {b}");
+    // Rounding must not carry a weighted AUROC past 1.
+    let w: Vec<f64> = (0..50).map(|i| 0.1 + 0.37 * f64::from(i % 7)).collect();
+    let s: Vec<f64> = (0..50).map(f64::from).collect();
+    let y: Vec<bool> = (0..50).map(|i| i >= 25).collect();
+    assert!(auroc_weighted(&s, &y, &w, &mut [0; 50]).unwrap() <= 1.0);
+    // A subnormal AUROC_rest overflowed the concentration to infinity.
+    assert_eq!(concentration(0.9, 5e-324), Err(Error::Overflow));
+}
+
+#[test]
 fn edge_cases_are_errors() {
     let mut s8 = [0u64; 8];
     assert_eq!(

@@ -113,6 +113,12 @@ pub fn auroc_weighted<T: Float>(
         return Err(Error::InvalidParameter("weights must be finite and >= 0"));
     }
     let n = scores.len();
+    // The index is invariant to scaling the weights: divide by the largest so no sum overflows.
+    let wmax = weights.iter().fold(0.0f64, |m, w| m.max(w.to_f64()));
+    if wmax == 0.0 {
+        return Err(Error::SingleClass);
+    }
+    let weight = |i: usize| weights[i].to_f64() / wmax;
     let order = prefix_mut(scratch, n)?;
     for (i, o) in order.iter_mut().enumerate() {
         *o = i;
@@ -126,9 +132,9 @@ pub fn auroc_weighted<T: Float>(
         while end < n && key(scores[order[end]].to_f64()) == k {
             let i = order[end];
             if labels[i] {
-                p += weights[i].to_f64();
+                p += weight(i);
             } else {
-                q += weights[i].to_f64();
+                q += weight(i);
             }
             end += 1;
         }
@@ -141,5 +147,6 @@ pub fn auroc_weighted<T: Float>(
     if w_pos <= 0.0 || w_neg <= 0.0 {
         return Err(Error::SingleClass);
     }
-    Ok(area / (w_pos * w_neg))
+    // The exact value is in [0, 1]; summation rounding can step past the ends by an ulp.
+    Ok((area / (w_pos * w_neg)).clamp(0.0, 1.0))
 }

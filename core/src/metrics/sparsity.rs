@@ -119,5 +119,9 @@ pub fn concentration(auroc_top: f64, auroc_rest: f64) -> Result<f64> {
             "concentration is undefined when AUROC_rest is 0",
         ));
     }
-    Ok(auroc_top / auroc_rest - 1.0)
+    let c = auroc_top / auroc_rest - 1.0;
+    if !c.is_finite() {
+        return Err(Error::Overflow); // a subnormal AUROC_rest
+    }
+    Ok(c)
 }
