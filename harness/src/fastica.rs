@@ -77,7 +77,8 @@ impl<T: Float> Passes for ThreadPasses<'_, T> {
         stats: &mut ParallelStats<'_>,
     ) -> unmix::Result<()> {
         chunked_pass!(self, ParallelStats, stats, |s, rows| s
-            .accumulate(w, rows, contrast))
+            .accumulate(w, rows, contrast)
+            .map(|()| s.flush(contrast)))
     }
     fn deflation<C: Contrast>(
         &mut self,

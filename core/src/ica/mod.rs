@@ -30,6 +30,7 @@
 //! by `sqrt(n)`, and its `_unmixing` ours times `sqrt(n)`).
 
 pub mod contrast;
+pub mod fastmath;
 pub mod stats;
 pub mod update;
 
@@ -204,7 +205,7 @@ pub fn unmix<P: Passes, C: Contrast>(
             for it in 1..=opts.max_iter {
                 stats.reset();
                 passes.parallel(w, contrast, &mut stats)?;
-                let n = rows_at_least_two(stats.finish(sums)?)?;
+                let n = rows_at_least_two(stats.finish(contrast, sums)?)?;
                 let change = update::parallel_step(w, sums, n, k, step_ws)?;
                 on_iteration(it, change);
                 info = IcaInfo {

@@ -39,7 +39,12 @@ impl<'a> Sums<'a> {
     }
     #[inline]
     fn row_done(&mut self) {
-        self.rows += 1;
+        self.add_rows(1);
+    }
+    /// Counts `n` rows just added to `partial` (never crossing a chunk boundary).
+    #[inline]
+    fn add_rows(&mut self, n: u64) {
+        self.rows += n;
         if self.rows % CHUNK as u64 == 0 {
             for (t, p) in self.total.iter_mut().zip(self.partial.iter_mut()) {
                 *t += *p;
@@ -92,30 +97,80 @@ fn load_row<T: Float>(z: &[T], out: &mut [f64]) {
     }
 }
 
+/// Rows per block of the parallel pass: rows are gathered feature-major so that `W z`, `g` and
+/// `G += g z'` run as contiguous, vectorisable loops. Blocks start at multiples of `BLOCK_ROWS`
+/// from the first row of the pass and divide [`CHUNK`].
+pub const BLOCK_ROWS: usize = 64;
+
+/// `sum v` over four fixed lanes: vectorisable, and the same bits for the same input.
+#[inline]
+fn sum_lanes(v: &[f64]) -> f64 {
+    let mut acc = [0.0f64; 4];
+    let chunks = v.chunks_exact(4);
+    let tail: f64 = chunks.remainder().iter().sum();
+    for c in chunks {
+        for l in 0..4 {
+            acc[l] += c[l];
+        }
+    }
+    ((acc[0] + acc[1]) + (acc[2] + acc[3])) + tail
+}
+
+/// `sum a * b` over four fixed lanes.
+#[inline]
+fn dot_lanes(a: &[f64], b: &[f64]) -> f64 {
+    let mut acc = [0.0f64; 4];
+    let (ca, cb) = (a.chunks_exact(4), b.chunks_exact(4));
+    let tail: f64 = ca
+        .remainder()
+        .iter()
+        .zip(cb.remainder())
+        .map(|(x, y)| x * y)
+        .sum();
+    for (x, y) in ca.zip(cb) {
+        for l in 0..4 {
+            acc[l] += x[l] * y[l];
+        }
+    }
+    ((acc[0] + acc[1]) + (acc[2] + acc[3])) + tail
+}
+
 /// Statistics of one parallel-FastICA pass: `G = sum g(W z) z'` and `b = sum g'(W z)`.
+///
+/// Rows are held back until a block of [`BLOCK_ROWS`] fills; [`flush`](Self::flush) processes the
+/// rest (the driver does it before using the sums; call it before [`merge`](Self::merge)). Every
+/// row of one pass must use the same `W`.
 #[derive(Debug)]
 pub struct ParallelStats<'a> {
     k: usize,
     sums: Sums<'a>,
-    row: &'a mut [f64],
-    y: &'a mut [f64],
+    w: &'a mut [f64],
+    zb: &'a mut [f64],
+    yb: &'a mut [f64],
+    gp: &'a mut [f64],
+    pending: usize,
 }
 
 impl<'a> ParallelStats<'a> {
     /// `f64` elements of buffer needed for `k` components.
     pub const fn buffer_len(k: usize) -> usize {
-        2 * (k * k + k) + 2 * k
+        2 * (k * k + k) + k * k + 2 * k * BLOCK_ROWS + BLOCK_ROWS
     }
     /// Empty statistics for `k` components in `buf`.
     pub fn new(k: usize, buf: &'a mut [f64]) -> Result<Self> {
         let buf = prefix_mut(buf, Self::buffer_len(k))?;
         let (sums, rest) = buf.split_at_mut(2 * (k * k + k));
-        let (row, y) = rest.split_at_mut(k);
+        let (w, rest) = rest.split_at_mut(k * k);
+        let (zb, rest) = rest.split_at_mut(k * BLOCK_ROWS);
+        let (yb, gp) = rest.split_at_mut(k * BLOCK_ROWS);
         Ok(Self {
             k,
             sums: Sums::new(k * k + k, sums)?,
-            row,
-            y,
+            w,
+            zb,
+            yb,
+            gp,
+            pending: 0,
         })
     }
     /// Adds white rows `z` (`n x k`) at unmixing `w` (`k x k`).
@@ -126,7 +181,7 @@ impl<'a> ParallelStats<'a> {
         contrast: &C,
     ) -> Result<()> {
         let k = self.k;
-        check_rows(z, k, self.sums.rows)?;
+        check_rows(z, k, self.sums.rows + self.pending as u64)?;
         if w.len() != k * k {
             return Err(Error::DimensionMismatch {
                 expected: k * k,
@@ -134,37 +189,76 @@ impl<'a> ParallelStats<'a> {
             });
         }
         for zr in z.chunks_exact(k) {
-            load_row(zr, self.row);
-            for (i, wr) in w.chunks_exact(k).enumerate() {
-                let y: f64 = wr.iter().zip(self.row.iter()).map(|(a, b)| a * b).sum();
-                let (g, gp) = contrast.eval(y);
-                self.y[i] = g;
-                self.sums.partial[k * k + i] += gp;
+            if self.pending == 0 {
+                self.w.copy_from_slice(w);
             }
-            for (i, g) in self.y.iter().enumerate() {
-                let p = &mut self.sums.partial[i * k..(i + 1) * k];
-                for (acc, zj) in p.iter_mut().zip(self.row.iter()) {
-                    *acc += g * zj;
-                }
+            for (j, v) in zr.iter().enumerate() {
+                self.zb[j * BLOCK_ROWS + self.pending] = v.to_f64();
             }
-            self.sums.row_done();
+            self.pending += 1;
+            if self.pending == BLOCK_ROWS {
+                self.process_block(contrast);
+            }
         }
         Ok(())
     }
-    /// Adds statistics that continue this pass (see the module docs for when bits agree).
+    /// Processes rows held back for an incomplete block.
+    pub fn flush<C: Contrast>(&mut self, contrast: &C) {
+        if self.pending > 0 {
+            self.process_block(contrast);
+        }
+    }
+    fn process_block<C: Contrast>(&mut self, contrast: &C) {
+        let (k, nb) = (self.k, self.pending);
+        let col = |j: usize| j * BLOCK_ROWS..j * BLOCK_ROWS + nb;
+        // Y = W Z, feature-major.
+        for i in 0..k {
+            let yi = &mut self.yb[col(i)];
+            yi.fill(0.0);
+            for j in 0..k {
+                let wij = self.w[i * k + j];
+                for (y, z) in yi.iter_mut().zip(&self.zb[col(j)]) {
+                    *y += wij * z;
+                }
+            }
+        }
+        let partial = &mut self.sums.partial;
+        for i in 0..k {
+            let yi = &mut self.yb[col(i)];
+            contrast.eval_block(yi, &mut self.gp[..nb]);
+            partial[k * k + i] += sum_lanes(&self.gp[..nb]);
+        }
+        for i in 0..k {
+            let gi = &self.yb[col(i)];
+            for j in 0..k {
+                partial[i * k + j] += dot_lanes(gi, &self.zb[col(j)]);
+            }
+        }
+        self.sums.add_rows(nb as u64);
+        self.pending = 0;
+    }
+    /// Adds statistics that continue this pass (see the module docs for when bits agree). Both
+    /// must be flushed.
     pub fn merge(&mut self, other: &ParallelStats<'_>) -> Result<()> {
+        if self.pending > 0 || other.pending > 0 {
+            return Err(Error::InvalidParameter(
+                "flush parallel statistics before merging them",
+            ));
+        }
         self.sums.merge(&other.sums)
     }
-    /// Rows accumulated.
+    /// Rows accumulated (including rows held for the current block).
     pub fn rows(&self) -> u64 {
-        self.sums.rows
+        self.sums.rows + self.pending as u64
     }
     /// Forgets all rows.
     pub fn reset(&mut self) {
         self.sums.reset();
+        self.pending = 0;
     }
-    /// `(G, b)` sums into `g` (`k x k`) and `b` (`k`); returns the row count.
-    pub(crate) fn finish(&self, out: &mut [f64]) -> Result<u64> {
+    /// `(G, b)` sums into `out` after a flush; returns the row count.
+    pub(crate) fn finish<C: Contrast>(&mut self, contrast: &C, out: &mut [f64]) -> Result<u64> {
+        self.flush(contrast);
         self.sums.finish(out)
     }
 }

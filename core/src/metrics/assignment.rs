@@ -17,7 +17,7 @@ pub const UNASSIGNED: usize = usize::MAX;
 /// `(f64, usize)` workspace lengths for an `nr x nc` problem.
 pub const fn workspace_len(nr: usize, nc: usize) -> (usize, usize) {
     let m = if nr > nc { nr } else { nc };
-    (3 * m, 6 * m)
+    (3 * m + nr * nc, 6 * m)
 }
 
 /// The solver's state over caller slices; `nr <= nc`.
@@ -34,7 +34,8 @@ struct Work<'a> {
 }
 
 /// Solves for `nr <= nc` with `cost(i, j)` (already negated when maximising). Writes `col4row`.
-fn solve(cost: &impl Fn(usize, usize) -> f64, nr: usize, nc: usize, w: Work<'_>) -> Result<()> {
+/// `cost` is `nr x nc` row-major, already negated when maximising.
+fn solve(cost: &[f64], nr: usize, nc: usize, w: Work<'_>) -> Result<()> {
     w.u[..nr].fill(0.0);
     w.v[..nc].fill(0.0);
     w.col4row[..nr].fill(UNASSIGNED);
@@ -50,19 +51,26 @@ fn solve(cost: &impl Fn(usize, usize) -> f64, nr: usize, nc: usize, w: Work<'_>)
         w.sc[..nc].fill(0);
         w.spc[..nc].fill(f64::INFINITY);
         let mut i = cur_row;
+        let (v, spc, path, row4col) = (
+            &mut w.v[..nc],
+            &mut w.spc[..nc],
+            &mut w.path[..nc],
+            &mut w.row4col[..nc],
+        );
         let sink = loop {
             let mut index = UNASSIGNED;
             let mut lowest = f64::INFINITY;
             w.sr[i] = 1;
-            for it in 0..num_remaining {
-                let j = w.remaining[it];
-                let r = min_val + cost(i, j) - w.u[i] - w.v[j];
-                if r < w.spc[j] {
-                    w.path[j] = i;
-                    w.spc[j] = r;
+            let (crow, ui) = (&cost[i * nc..(i + 1) * nc], w.u[i]);
+            for (it, &j) in w.remaining[..num_remaining].iter().enumerate() {
+                // Same order of operations as scipy's rectangular_lsap.
+                let r = min_val + crow[j] - ui - v[j];
+                if r < spc[j] {
+                    path[j] = i;
+                    spc[j] = r;
                 }
-                if w.spc[j] < lowest || (w.spc[j] == lowest && w.row4col[j] == UNASSIGNED) {
-                    lowest = w.spc[j];
+                if spc[j] < lowest || (spc[j] == lowest && row4col[j] == UNASSIGNED) {
+                    lowest = spc[j];
                     index = it;
                 }
             }
@@ -74,28 +82,28 @@ fn solve(cost: &impl Fn(usize, usize) -> f64, nr: usize, nc: usize, w: Work<'_>)
             w.sc[j] = 1;
             num_remaining -= 1;
             w.remaining[index] = w.remaining[num_remaining];
-            if w.row4col[j] == UNASSIGNED {
+            if row4col[j] == UNASSIGNED {
                 break j;
             }
-            i = w.row4col[j];
+            i = row4col[j];
         };
         // Update the dual variables.
         w.u[cur_row] += min_val;
         for r in 0..nr {
             if w.sr[r] == 1 && r != cur_row {
-                w.u[r] += min_val - w.spc[w.col4row[r]];
+                w.u[r] += min_val - spc[w.col4row[r]];
             }
         }
         for c in 0..nc {
             if w.sc[c] == 1 {
-                w.v[c] -= min_val - w.spc[c];
+                v[c] -= min_val - spc[c];
             }
         }
         // Augment along the path.
         let mut j = sink;
         loop {
-            let r = w.path[j];
-            w.row4col[j] = r;
+            let r = path[j];
+            row4col[j] = r;
             core::mem::swap(&mut w.col4row[r], &mut j);
             if r == cur_row {
                 break;
@@ -163,6 +171,18 @@ pub fn linear_sum_assignment(
     let transposed = nr > nc;
     let (r, c) = if transposed { (nc, nr) } else { (nr, nc) };
     let m = r.max(c);
+    let (prepared, f) = f.split_at_mut(nr * nc);
+    // The solver's rows are the shorter side; costs are negated when maximising.
+    for i in 0..r {
+        for j in 0..c {
+            prepared[i * c + j] = sign
+                * if transposed {
+                    cost[j * nc + i]
+                } else {
+                    cost[i * nc + j]
+                };
+        }
+    }
     let (fu, rest) = f.split_at_mut(m);
     let (fv, fspc) = rest.split_at_mut(m);
     let (path, rest) = u.split_at_mut(m);
@@ -181,14 +201,13 @@ pub fn linear_sum_assignment(
         sr,
         sc,
     };
+    solve(prepared, r, c, work)?;
     if transposed {
-        solve(&|i, j| sign * cost[j * nc + i], r, c, work)?;
         // Rows of the transposed problem are our columns.
         for (col, &row) in u[m..m + r].iter().enumerate() {
             col_for_row[row] = col;
         }
     } else {
-        solve(&|i, j| sign * cost[i * nc + j], r, c, work)?;
         col_for_row.copy_from_slice(&u[m..m + r]);
     }
     let mut total = 0.0;
@@ -226,7 +245,8 @@ pub fn linear_sum_assignment_square<const N: usize>(
         sc: &mut sc,
     };
     let sign = if maximize { -1.0 } else { 1.0 };
-    solve(&|i, j| sign * cost[i][j], N, N, work)?;
+    let prepared = cost.map(|row| row.map(|c| sign * c));
+    solve(prepared.as_flattened(), N, N, work)?;
     cols.copy_from_slice(&col4row);
     let total = cols.iter().enumerate().map(|(i, &j)| cost[i][j]).sum();
     Ok((cols, total))
