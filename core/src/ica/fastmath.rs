@@ -13,8 +13,9 @@
 //! - [`tanh`]: within 4 ulp of `libm::tanh` (itself within 2 ulp of the exact value) for every
 //!   finite input; exactly `+-1` beyond `|x| = 19.1`; odd.
 
-const LN2_HI: f64 = 6.931_471_803_691_238_2e-1;
-const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
+/// ln 2 split as in fdlibm: the high part has 32 trailing zero bits, so `n * LN2_HI` is exact.
+const LN2_HI: f64 = f64::from_bits(0x3fe6_2e42_fee0_0000);
+const LN2_LO: f64 = f64::from_bits(0x3dea_39ef_3579_3c76);
 const INV_LN2: f64 = core::f64::consts::LOG2_E;
 /// Adding this rounds a double below 2^51 in magnitude to an integer held in the low mantissa bits.
 const SHIFT: f64 = 6_755_399_441_055_744.0; // 1.5 * 2^52
