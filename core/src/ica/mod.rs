@@ -506,6 +506,14 @@ impl<'a, T: Float> FastIcaView<'a, T> {
     pub fn info(&self) -> IcaInfo {
         self.info
     }
+    /// Sources `s` (`k`) of one sample `x` (`d`).
+    pub fn transform(&self, x: &[T], s: &mut [T]) -> Result<()> {
+        self.transform_rows(x, s)
+    }
+    /// One sample `x` (`d`) from its sources `s` (`k`).
+    pub fn inverse_transform(&self, s: &[T], x: &mut [T]) -> Result<()> {
+        self.inverse_transform_rows(s, x)
+    }
     /// Sources of row-major samples `x` (`n x d`) into `s` (`n x k`).
     pub fn transform_rows(&self, x: &[T], s: &mut [T]) -> Result<()> {
         affine_rows(x, self.d, self.mean(), self.components, s, self.k, false)
@@ -811,6 +819,14 @@ impl<T: Float, const D: usize, const K: usize> FastIca<T, D, K> {
         let info = fit_model(x, D, K, opts, init, z, parts, ws)?;
         self.info = info;
         Ok(info)
+    }
+    /// Sources of one sample.
+    pub fn transform(&self, x: &[T; D], s: &mut [T; K]) -> Result<()> {
+        self.view().transform(x, s)
+    }
+    /// One sample from its sources.
+    pub fn inverse_transform(&self, s: &[T; K], x: &mut [T; D]) -> Result<()> {
+        self.view().inverse_transform(s, x)
     }
     /// The fitted model (transforms live there).
     pub fn view(&self) -> FastIcaView<'_, T> {
