@@ -451,10 +451,10 @@ pub fn haar_orthogonal(seed: u64, r: &mut [f64], k: usize) -> Result<()> {
 /// ```
 #[derive(Clone, Debug)]
 pub struct Whitener<T, const D: usize, const K: usize> {
-    mean: [T; D],
-    whitening: [[T; D]; K],
-    unwhitening: [[T; K]; D],
-    explained_variance: [T; K],
+    pub(crate) mean: [T; D],
+    pub(crate) whitening: [[T; D]; K],
+    pub(crate) unwhitening: [[T; K]; D],
+    pub(crate) explained_variance: [T; K],
     info: FitInfo,
 }
 

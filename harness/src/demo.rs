@@ -30,6 +30,22 @@ pub fn nonconstant_columns(x: &Matrix<f64>) -> Vec<usize> {
         .collect()
 }
 
+/// FastICA with scikit-learn's defaults and seed 0, no progress bar.
+fn fit_default(x: &Matrix<f64>, k: usize, threads: usize) -> Result<fastica::Fitted<f64>> {
+    let progress = |_: usize, _: f64| {};
+    let options = FastIcaOptions::DEFAULT;
+    fastica::fit(
+        x,
+        &FitJob {
+            n_components: Some(k),
+            options,
+            init: WInit::Seed(0),
+            threads,
+            progress: &progress,
+        },
+    )
+}
+
 /// Known sources through a random mixing, recovered by whitening alone and by whitening + FastICA.
 fn synthetic(threads: usize) -> Result<Value> {
     use unmix::metrics::{amari_index, correlation::Method, mcc};
@@ -75,15 +91,7 @@ fn synthetic(threads: usize) -> Result<Value> {
             threads,
         },
     )?;
-    let progress = |_: usize, _: f64| {};
-    let job = FitJob {
-        n_components: Some(k),
-        options: FastIcaOptions::DEFAULT,
-        init: WInit::Seed(0),
-        threads,
-        progress: &progress,
-    };
-    let fitted = fastica::fit(&x, &job)?;
+    let fitted = fit_default(&x, k, threads)?;
     let components: Vec<f64> = fitted.model["components"]
         .as_array()
         .into_iter()
@@ -126,15 +134,7 @@ fn digits_table(xs: &Matrix<f64>, labels: &[i64], k: usize, threads: usize) -> R
         },
     )?
     .z;
-    let progress = |_: usize, _: f64| {};
-    let job = FitJob {
-        n_components: Some(k),
-        options: FastIcaOptions::DEFAULT,
-        init: WInit::Seed(0),
-        threads,
-        progress: &progress,
-    };
-    let ica = fastica::fit(xs, &job)?.sources;
+    let ica = fit_default(xs, k, threads)?.sources;
     let mut rows = Vec::new();
     for (name, z) in [
         ("Base", &base),

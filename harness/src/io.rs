@@ -78,6 +78,13 @@ impl Table {
             Table::F64(m) => m.clone(),
         }
     }
+    /// As `f32` (rounding `f64` values to nearest).
+    pub fn to_f32(&self) -> Matrix<f32> {
+        match self {
+            Table::F32(m) => m.clone(),
+            Table::F64(m) => m.map(|v| v as f32),
+        }
+    }
     /// The storage type's name, as numpy spells it.
     pub fn dtype(&self) -> &'static str {
         match self {

@@ -389,10 +389,7 @@ fn run_fit(a: &FitArgs) -> Result<serde_json::Value> {
     let input = a.input.display();
     let (model, info) = match dtype {
         DtypeArg::F32 => {
-            let x = match &table {
-                Table::F32(m) => m.clone(),
-                Table::F64(m) => m.map(|v| v as f32),
-            };
+            let x = table.to_f32();
             let out = fastica::fit(&x, &job).with_context(|| format!("{input}"))?;
             write_fit(a, &out.model, &out.sources)?;
             (out.model, out.info)
@@ -492,10 +489,7 @@ fn run_apply(a: &ApplyArgs, inverse: bool) -> Result<serde_json::Value> {
         io::Matrix::new(x.rows, out_w, out)
     }
     if model.dtype == "float32" {
-        let x = match &table {
-            Table::F32(m) => m.clone(),
-            Table::F64(m) => m.map(|v| v as f32),
-        };
+        let x = table.to_f32();
         io::write_npy(&a.output, &apply(&model, &x, out_w, inverse, t)?)?;
     } else {
         io::write_npy(

@@ -1,21 +1,12 @@
 //! The `unmix` binary end to end: inputs in every supported form, and every bad input giving a
 //! clear error, a non-zero exit and no output file.
 
+mod common;
+use common::{stderr, unmix};
 use harness::io::{Matrix, Table, read_npy};
 use npyz::{Order, WriterBuilder};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn unmix(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_unmix"))
-        .args(args)
-        .output()
-        .expect("run unmix")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use std::process::Output;
 
 fn write_npy<T: npyz::AutoSerialize + Copy>(path: &Path, shape: &[u64], order: Order, data: &[T]) {
     let file = std::fs::File::create(path).unwrap();

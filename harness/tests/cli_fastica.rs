@@ -4,18 +4,6 @@ mod common;
 use common::*;
 use harness::io::read_npy;
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn unmix(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_unmix"))
-        .args(args)
-        .output()
-        .expect("run unmix")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()

@@ -3,14 +3,6 @@
 mod common;
 use common::*;
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn unmix(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_unmix"))
-        .args(args)
-        .output()
-        .expect("run unmix")
-}
 
 fn ok_json(args: &[&str]) -> serde_json::Value {
     let o = unmix(args);

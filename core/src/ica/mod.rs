@@ -41,7 +41,7 @@ use crate::error::{Error, Result, prefix_mut};
 use crate::float::Float;
 use crate::moments::{MomentsBuf, check_rows};
 use crate::random::Normals;
-use crate::whiten::{self, Method, Rotation, WhitenOptions, WhitenerView};
+use crate::whiten::{self, Method, Rotation, WhitenOptions, Whitener, WhitenerView};
 
 /// Parallel (symmetric) or deflation (one component at a time).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -762,10 +762,7 @@ pub fn finish_model<P: Passes, T: Float>(
 /// ```
 #[derive(Clone, Debug)]
 pub struct FastIca<T, const D: usize, const K: usize> {
-    mean: [T; D],
-    whitening: [[T; D]; K],
-    unwhitening: [[T; K]; D],
-    explained_variance: [T; K],
+    whitener: Whitener<T, D, K>,
     unmixing: [[T; K]; K],
     components: [[T; D]; K],
     mixing: [[T; K]; D],
@@ -782,10 +779,7 @@ impl<T: Float, const D: usize, const K: usize> FastIca<T, D, K> {
     /// Unfitted (all zeros).
     pub const fn new() -> Self {
         Self {
-            mean: [T::ZERO; D],
-            whitening: [[T::ZERO; D]; K],
-            unwhitening: [[T::ZERO; K]; D],
-            explained_variance: [T::ZERO; K],
+            whitener: Whitener::new(),
             unmixing: [[T::ZERO; K]; K],
             components: [[T::ZERO; D]; K],
             mixing: [[T::ZERO; K]; D],
@@ -807,11 +801,12 @@ impl<T: Float, const D: usize, const K: usize> FastIca<T, D, K> {
         z: &mut [T],
         ws: &mut [f64],
     ) -> Result<IcaInfo> {
+        let w = &mut self.whitener;
         let parts = ModelParts {
-            mean: &mut self.mean,
-            whitening: self.whitening.as_flattened_mut(),
-            unwhitening: self.unwhitening.as_flattened_mut(),
-            explained_variance: &mut self.explained_variance,
+            mean: &mut w.mean,
+            whitening: w.whitening.as_flattened_mut(),
+            unwhitening: w.unwhitening.as_flattened_mut(),
+            explained_variance: &mut w.explained_variance,
             unmixing: self.unmixing.as_flattened_mut(),
             components: self.components.as_flattened_mut(),
             mixing: self.mixing.as_flattened_mut(),
@@ -833,15 +828,7 @@ impl<T: Float, const D: usize, const K: usize> FastIca<T, D, K> {
         FastIcaView {
             d: D,
             k: K,
-            whitener: WhitenerView::from_slices(
-                D,
-                K,
-                &self.mean,
-                self.whitening.as_flattened(),
-                self.unwhitening.as_flattened(),
-                &self.explained_variance,
-                whiten::FitInfo::default(),
-            ),
+            whitener: self.whitener.view(),
             unmixing: self.unmixing.as_flattened(),
             components: self.components.as_flattened(),
             mixing: self.mixing.as_flattened(),

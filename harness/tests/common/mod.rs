@@ -60,3 +60,16 @@ pub fn max_abs_diff_up_to_sign(a: &[f64], b: &[f64]) -> f64 {
 pub fn column(m: &Matrix<f64>, c: usize) -> Vec<f64> {
     (0..m.rows).map(|r| m.data[r * m.cols + c]).collect()
 }
+
+/// Runs the `unmix` binary built for this test run.
+pub fn unmix(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_unmix"))
+        .args(args)
+        .output()
+        .expect("run unmix")
+}
+
+/// A command's stderr as text.
+pub fn stderr(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
