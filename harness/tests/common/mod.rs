@@ -73,3 +73,12 @@ pub fn unmix(args: &[&str]) -> std::process::Output {
 pub fn stderr(o: &std::process::Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
+
+/// A JSON array of numbers as `f64`s.
+pub fn floats(v: &Value) -> Vec<f64> {
+    v.as_array()
+        .expect("a JSON array")
+        .iter()
+        .map(|x| x.as_f64().expect("a number"))
+        .collect()
+}
