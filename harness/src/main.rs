@@ -336,15 +336,8 @@ fn run_fit(a: &FitArgs) -> Result<serde_json::Value> {
         rank_rtol: a.rank_rtol,
         canonical: a.canonical,
     };
-    let table = io::read_table(&a.input)?;
+    let table = read_input(&a.input)?;
     let (n, d) = table.shape();
-    eprintln!(
-        "read {} x {} ({}) from {}",
-        n,
-        d,
-        table.dtype(),
-        a.input.display()
-    );
     let w_init = match &a.w_init {
         Some(p) => {
             let m = io::read_table(p)?.to_f64();
@@ -500,6 +493,14 @@ fn run_apply(a: &ApplyArgs, inverse: bool) -> Result<serde_json::Value> {
     Ok(serde_json::json!({"output": a.output, "n_samples": n, "n_columns": out_w}))
 }
 
+/// Reads the samples and says on stderr what was read.
+fn read_input(path: &std::path::Path) -> Result<Table> {
+    let table = io::read_table(path)?;
+    let (n, d) = table.shape();
+    eprintln!("read {n} x {d} ({}) from {}", table.dtype(), path.display());
+    Ok(table)
+}
+
 fn threads(arg: Option<usize>) -> usize {
     arg.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1)
@@ -509,15 +510,8 @@ fn run_whiten(a: &WhitenArgs) -> Result<serde_json::Value> {
     if extension(&a.output) != "npy" {
         bail!("--output must be a .npy path, got {}", a.output.display());
     }
-    let table = io::read_table(&a.input)?;
+    let table = read_input(&a.input)?;
     let (n, d) = table.shape();
-    eprintln!(
-        "read {} x {} ({}) from {}",
-        n,
-        d,
-        table.dtype(),
-        a.input.display()
-    );
     let options = WhitenOptions {
         method: match a.method {
             MethodArg::Pca => Method::Pca,
