@@ -272,6 +272,10 @@ fn edge_cases_are_errors() {
         split_fractions(&[0.0, 0.0], &mut [0.0; 2]),
         Err(Error::InvalidParameter(_))
     ));
+    // Counts whose sum overflows still give fractions that sum to 1.
+    let mut f = [0.0; 3];
+    split_fractions(&[f64::MAX, f64::MAX, 0.0], &mut f).unwrap();
+    assert_eq!(f, [0.5, 0.5, 0.0]);
     assert!(matches!(
         top_count(10, 0.0),
         Err(Error::InvalidParameter(_))

@@ -32,12 +32,15 @@ pub fn split_fractions<T: Float>(counts: &[T], out: &mut [f64]) -> Result<()> {
         return Err(Error::InvalidParameter("split counts must be >= 0"));
     }
     let out = prefix_mut(out, counts.len())?;
-    let total: f64 = counts.iter().map(|c| c.to_f64()).sum();
-    if total <= 0.0 {
+    // Scale by the largest count first: a plain sum of counts near f64::MAX overflows to
+    // infinity and every fraction would become 0 (found by the `sparsity` fuzz target).
+    let max = counts.iter().fold(0.0f64, |m, c| m.max(c.to_f64()));
+    if max == 0.0 {
         return Err(Error::InvalidParameter("split counts are all zero"));
     }
+    let total: f64 = counts.iter().map(|c| c.to_f64() / max).sum();
     for (o, c) in out.iter_mut().zip(counts) {
-        *o = c.to_f64() / total;
+        *o = c.to_f64() / max / total;
     }
     Ok(())
 }
