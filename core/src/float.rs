@@ -57,6 +57,25 @@ pub trait Float:
     fn tanh(self) -> Self;
 }
 
+/// Index of the first NaN or infinity in `v`, if any.
+///
+/// Every pass over samples checks its input, so this must run at memory speed: it scans blocks of
+/// 64 values without an early exit (a loop that vectorises) and searches only a block that holds
+/// a non-finite value.
+#[inline]
+pub(crate) fn first_non_finite<T: Float>(v: &[T]) -> Option<usize> {
+    const BLOCK: usize = 64;
+    for (b, block) in v.chunks(BLOCK).enumerate() {
+        if block.iter().fold(false, |bad, x| bad | !x.is_finite()) {
+            return block
+                .iter()
+                .position(|x| !x.is_finite())
+                .map(|i| b * BLOCK + i);
+        }
+    }
+    None
+}
+
 macro_rules! impl_float {
     ($t:ty, $sqrt:path, $exp:path, $ln:path, $tanh:path) => {
         impl Float for $t {

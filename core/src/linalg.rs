@@ -13,6 +13,8 @@
 //! the spanned subspace is defined, and that is what the tests compare.
 
 use crate::error::{Error, Result};
+use crate::float::{Float, first_non_finite};
+use crate::moments::check_rows;
 
 /// Iterations of the implicit QL step allowed per eigenvalue (LAPACK allows 30 on average).
 pub const MAX_QL_ITERATIONS: usize = 60;
@@ -340,4 +342,49 @@ pub fn orthonormalize_rows(q: &mut [f64], k: usize, len: usize) -> Result<()> {
 /// Dot product of two equally long slices.
 pub fn dot(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// `out_r = m (in_r - mean)`, or with `add_mean` `out_r = m in_r + mean`, for every row `r`;
+/// `m` is `out_w x in_w`. Each output is summed over `j` in order (from 0, or from `mean_i`).
+/// Fails with [`Error::Overflow`] (leaving `out` written) if a result is not finite.
+///
+/// The whitening transforms and FastICA's source maps all run here. Inlined so that a caller
+/// compiled for wider vectors gets it compiled for them too.
+#[inline(always)]
+pub(crate) fn affine_rows<T: Float>(
+    input: &[T],
+    in_w: usize,
+    mean: &[T],
+    m: &[T],
+    out: &mut [T],
+    out_w: usize,
+    add_mean: bool,
+) -> Result<()> {
+    let n = check_rows(input, in_w, 0)?;
+    if out.len() != n * out_w || m.len() != out_w * in_w || out_w == 0 {
+        return Err(Error::DimensionMismatch {
+            expected: n * out_w,
+            found: out.len(),
+        });
+    }
+    // Four rows at a time: four independent sums per output overlap in the pipeline, and each
+    // row of `m` is read once per four samples.
+    const R: usize = 4;
+    for (ins, outs) in input.chunks(R * in_w).zip(out.chunks_mut(R * out_w)) {
+        for (i, mr) in m.chunks_exact(in_w).enumerate() {
+            let mut acc = [if add_mean { mean[i] } else { T::ZERO }; R];
+            for (j, a) in mr.iter().enumerate() {
+                for (acc, ir) in acc.iter_mut().zip(ins.chunks_exact(in_w)) {
+                    *acc += *a * if add_mean { ir[j] } else { ir[j] - mean[j] };
+                }
+            }
+            for (acc, or) in acc.iter().zip(outs.chunks_exact_mut(out_w)) {
+                or[i] = *acc;
+            }
+        }
+    }
+    if first_non_finite(out).is_some() {
+        return Err(Error::Overflow);
+    }
+    Ok(())
 }

@@ -18,7 +18,7 @@
 //! chunkings of the same rows agree to rounding (about 1e-15 relative), not bit for bit.
 
 use crate::error::{Error, Result, prefix_mut};
-use crate::float::Float;
+use crate::float::{Float, first_non_finite};
 
 /// Rows per internal block. Fixed, so that results never depend on anything but the call sequence.
 pub const BLOCK: usize = 32;
@@ -32,7 +32,7 @@ pub(crate) fn check_rows<T: Float>(rows: &[T], width: usize, first_row: u64) -> 
             width,
         });
     }
-    if let Some(pos) = rows.iter().position(|v| !v.is_finite()) {
+    if let Some(pos) = first_non_finite(rows) {
         return Err(Error::NonFinite {
             row: first_row + (pos / width) as u64,
             col: pos % width,
@@ -63,6 +63,7 @@ fn centre_block<T: Float>(rows: &[T], d: usize, nb: usize, bmean: &mut [f64], bl
 /// `com[i][j] += sum_r bx[r][i] * by[r][j] + dx[i] * dy[j] * f` for `j >= i` when `upper`,
 /// else for all `j`. `com` is `dx_len x dy_len`, row-major.
 #[allow(clippy::too_many_arguments)]
+#[inline(always)] // compiled into callers built for wider vectors (the CLI's AVX2 path)
 fn scatter(
     com: &mut [f64],
     bx: &[f64],
@@ -324,6 +325,7 @@ impl<const D: usize> Moments<D> {
         }
     }
     /// Adds samples: `rows` is row-major, a whole number of rows of `D`. On error nothing is added.
+    #[inline(always)]
     pub fn accumulate<T: Float>(&mut self, rows: &[T]) -> Result<()> {
         self.state().accumulate(rows)
     }
@@ -406,6 +408,7 @@ impl<'a> MomentsBuf<'a> {
         }
     }
     /// Adds samples: `rows` is row-major, a whole number of rows of `d`. On error nothing is added.
+    #[inline(always)]
     pub fn accumulate<T: Float>(&mut self, rows: &[T]) -> Result<()> {
         self.state().accumulate(rows)
     }

@@ -28,7 +28,7 @@
 use crate::error::{Error, Result, prefix_mut};
 use crate::float::Float;
 use crate::linalg;
-use crate::moments::{MomentsRef, check_rows};
+use crate::moments::MomentsRef;
 use crate::random::Normals;
 
 /// Which whitening matrix.
@@ -200,22 +200,9 @@ impl<'a, T: Float> WhitenerView<'a, T> {
     }
     /// Whitens row-major samples `x` (`n x d`) into `z` (`n x k`). Fails with
     /// [`Error::Overflow`] (leaving `z` partly written) if a result is not finite.
+    #[inline(always)]
     pub fn transform_rows(&self, x: &[T], z: &mut [T]) -> Result<()> {
-        let n = check_rows(x, self.d, 0)?;
-        check_len(z, n * self.k)?;
-        for (xr, zr) in x.chunks_exact(self.d).zip(z.chunks_exact_mut(self.k)) {
-            for (zi, wr) in zr.iter_mut().zip(self.whitening.chunks_exact(self.d)) {
-                let mut acc = T::ZERO;
-                for ((w, xv), m) in wr.iter().zip(xr).zip(self.mean) {
-                    acc += *w * (*xv - *m);
-                }
-                *zi = acc;
-            }
-        }
-        if z.iter().any(|v| !v.is_finite()) {
-            return Err(Error::Overflow);
-        }
-        Ok(())
+        linalg::affine_rows(x, self.d, self.mean, self.whitening, z, self.k, false)
     }
     /// Maps one whitened sample `z` (`k`) back to feature space `x` (`d`).
     pub fn inverse_transform(&self, z: &[T], x: &mut [T]) -> Result<()> {
@@ -223,37 +210,10 @@ impl<'a, T: Float> WhitenerView<'a, T> {
     }
     /// Maps row-major whitened samples `z` (`n x k`) back to `x` (`n x d`). Fails with
     /// [`Error::Overflow`] (leaving `x` partly written) if a result is not finite.
+    #[inline(always)]
     pub fn inverse_transform_rows(&self, z: &[T], x: &mut [T]) -> Result<()> {
-        let n = check_rows(z, self.k, 0)?;
-        check_len(x, n * self.d)?;
-        for (zr, xr) in z.chunks_exact(self.k).zip(x.chunks_exact_mut(self.d)) {
-            for ((xv, ur), m) in xr
-                .iter_mut()
-                .zip(self.unwhitening.chunks_exact(self.k))
-                .zip(self.mean)
-            {
-                let mut acc = *m;
-                for (u, zv) in ur.iter().zip(zr) {
-                    acc += *u * *zv;
-                }
-                *xv = acc;
-            }
-        }
-        if x.iter().any(|v| !v.is_finite()) {
-            return Err(Error::Overflow);
-        }
-        Ok(())
+        linalg::affine_rows(z, self.k, self.mean, self.unwhitening, x, self.d, true)
     }
-}
-
-fn check_len<T>(buf: &[T], needed: usize) -> Result<()> {
-    if buf.len() != needed {
-        return Err(Error::DimensionMismatch {
-            expected: needed,
-            found: buf.len(),
-        });
-    }
-    Ok(())
 }
 
 /// Mutable storage of a whitener, whoever owns it.

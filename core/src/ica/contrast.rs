@@ -20,7 +20,7 @@ pub trait Contrast: Sync {
     fn eval(&self, u: f64) -> (f64, f64);
     /// Replaces each `y[r]` by `g(y[r])` and writes `g'(y[r])` to `gp[r]`. The default loops over
     /// [`eval`](Self::eval); the built-in contrasts keep it branch-free so that it vectorises.
-    #[inline]
+    #[inline(always)]
     fn eval_block(&self, y: &mut [f64], gp: &mut [f64]) {
         for (v, d) in y.iter_mut().zip(gp.iter_mut()) {
             let (g, dg) = self.eval(*v);
@@ -59,7 +59,7 @@ impl Default for LogCosh {
 }
 
 impl Contrast for LogCosh {
-    #[inline]
+    #[inline(always)]
     fn eval(&self, u: f64) -> (f64, f64) {
         let t = fastmath::tanh(self.alpha * u);
         (t, self.alpha * (1.0 - t * t))
@@ -71,7 +71,7 @@ impl Contrast for LogCosh {
 pub struct Exp;
 
 impl Contrast for Exp {
-    #[inline]
+    #[inline(always)]
     fn eval(&self, u: f64) -> (f64, f64) {
         let u2 = u * u;
         let e = fastmath::exp_nonpositive(-0.5 * u2);
@@ -84,7 +84,7 @@ impl Contrast for Exp {
 pub struct Cube;
 
 impl Contrast for Cube {
-    #[inline]
+    #[inline(always)]
     fn eval(&self, u: f64) -> (f64, f64) {
         let u2 = u * u;
         (u2 * u, 3.0 * u2)
@@ -109,7 +109,7 @@ impl Default for ContrastKind {
 }
 
 impl Contrast for ContrastKind {
-    #[inline]
+    #[inline(always)]
     fn eval(&self, u: f64) -> (f64, f64) {
         match self {
             Self::LogCosh(c) => c.eval(u),
@@ -117,7 +117,7 @@ impl Contrast for ContrastKind {
             Self::Cube => Cube.eval(u),
         }
     }
-    #[inline]
+    #[inline(always)]
     fn eval_block(&self, y: &mut [f64], gp: &mut [f64]) {
         // One match per block, then each contrast's own (vectorisable) loop.
         match self {

@@ -31,6 +31,7 @@
 
 pub mod contrast;
 pub mod fastmath;
+mod kernel;
 pub mod stats;
 pub mod update;
 
@@ -39,6 +40,7 @@ pub use stats::{CHUNK, DeflationStats, ParallelStats, SourceStats};
 
 use crate::error::{Error, Result, prefix_mut};
 use crate::float::Float;
+use crate::linalg;
 use crate::moments::{MomentsBuf, check_rows};
 use crate::random::Normals;
 use crate::whiten::{self, Method, Rotation, WhitenOptions, Whitener, WhitenerView};
@@ -515,45 +517,15 @@ impl<'a, T: Float> FastIcaView<'a, T> {
         self.inverse_transform_rows(s, x)
     }
     /// Sources of row-major samples `x` (`n x d`) into `s` (`n x k`).
+    #[inline(always)]
     pub fn transform_rows(&self, x: &[T], s: &mut [T]) -> Result<()> {
-        affine_rows(x, self.d, self.mean(), self.components, s, self.k, false)
+        linalg::affine_rows(x, self.d, self.mean(), self.components, s, self.k, false)
     }
     /// Samples `x` (`n x d`) from sources `s` (`n x k`).
+    #[inline(always)]
     pub fn inverse_transform_rows(&self, s: &[T], x: &mut [T]) -> Result<()> {
-        affine_rows(s, self.k, self.mean(), self.mixing, x, self.d, true)
+        linalg::affine_rows(s, self.k, self.mean(), self.mixing, x, self.d, true)
     }
-}
-
-/// `out_r = m (in_r - mean)`, or with `add_mean` `out_r = m in_r + mean`; `m` is `out_w x in_w`.
-fn affine_rows<T: Float>(
-    input: &[T],
-    in_w: usize,
-    mean: &[T],
-    m: &[T],
-    out: &mut [T],
-    out_w: usize,
-    add_mean: bool,
-) -> Result<()> {
-    let n = check_rows(input, in_w, 0)?;
-    if out.len() != n * out_w {
-        return Err(Error::DimensionMismatch {
-            expected: n * out_w,
-            found: out.len(),
-        });
-    }
-    for (ir, or) in input.chunks_exact(in_w).zip(out.chunks_exact_mut(out_w)) {
-        for (i, (o, mr)) in or.iter_mut().zip(m.chunks_exact(in_w)).enumerate() {
-            let mut acc = if add_mean { mean[i] } else { T::ZERO };
-            for (j, (a, v)) in mr.iter().zip(ir).enumerate() {
-                acc += *a * if add_mean { *v } else { *v - mean[j] };
-            }
-            *o = acc;
-        }
-    }
-    if out.iter().any(|v| !v.is_finite()) {
-        return Err(Error::Overflow);
-    }
-    Ok(())
 }
 
 /// The one full in-memory fit behind [`FastIca`] and [`FastIcaBuf`]: moments, whitening into the

@@ -13,6 +13,7 @@
 use crate::error::{Error, Result, prefix_mut};
 use crate::float::Float;
 use crate::ica::contrast::Contrast;
+use crate::ica::kernel;
 use crate::moments::check_rows;
 
 /// Rows per chunk of every pass.
@@ -103,7 +104,7 @@ fn load_row<T: Float>(z: &[T], out: &mut [f64]) {
 pub const BLOCK_ROWS: usize = 64;
 
 /// `sum v` over four fixed lanes: vectorisable, and the same bits for the same input.
-#[inline]
+#[inline(always)]
 fn sum_lanes(v: &[f64]) -> f64 {
     let mut acc = [0.0f64; 4];
     let chunks = v.chunks_exact(4);
@@ -111,25 +112,6 @@ fn sum_lanes(v: &[f64]) -> f64 {
     for c in chunks {
         for l in 0..4 {
             acc[l] += c[l];
-        }
-    }
-    ((acc[0] + acc[1]) + (acc[2] + acc[3])) + tail
-}
-
-/// `sum a * b` over four fixed lanes.
-#[inline]
-fn dot_lanes(a: &[f64], b: &[f64]) -> f64 {
-    let mut acc = [0.0f64; 4];
-    let (ca, cb) = (a.chunks_exact(4), b.chunks_exact(4));
-    let tail: f64 = ca
-        .remainder()
-        .iter()
-        .zip(cb.remainder())
-        .map(|(x, y)| x * y)
-        .sum();
-    for (x, y) in ca.zip(cb) {
-        for l in 0..4 {
-            acc[l] += x[l] * y[l];
         }
     }
     ((acc[0] + acc[1]) + (acc[2] + acc[3])) + tail
@@ -174,6 +156,7 @@ impl<'a> ParallelStats<'a> {
         })
     }
     /// Adds white rows `z` (`n x k`) at unmixing `w` (`k x k`).
+    #[inline(always)] // compiled into callers built for wider vectors (the CLI's AVX2 path)
     pub fn accumulate<T: Float, C: Contrast>(
         &mut self,
         w: &[f64],
@@ -188,14 +171,22 @@ impl<'a> ParallelStats<'a> {
                 found: w.len(),
             });
         }
-        for zr in z.chunks_exact(k) {
+        let mut rest = z;
+        while !rest.is_empty() {
             if self.pending == 0 {
                 self.w.copy_from_slice(w);
             }
-            for (j, v) in zr.iter().enumerate() {
-                self.zb[j * BLOCK_ROWS + self.pending] = v.to_f64();
+            // Gather as many rows as the block has room for, one feature column at a time.
+            let take = (BLOCK_ROWS - self.pending).min(rest.len() / k);
+            let (head, tail) = rest.split_at(take * k);
+            for (j, col) in self.zb.chunks_exact_mut(BLOCK_ROWS).enumerate() {
+                let col = &mut col[self.pending..self.pending + take];
+                for (c, zr) in col.iter_mut().zip(head.chunks_exact(k)) {
+                    *c = zr[j].to_f64();
+                }
             }
-            self.pending += 1;
+            self.pending += take;
+            rest = tail;
             if self.pending == BLOCK_ROWS {
                 self.process_block(contrast);
             }
@@ -208,32 +199,18 @@ impl<'a> ParallelStats<'a> {
             self.process_block(contrast);
         }
     }
+    #[inline(always)] // compiled into callers built for wider vectors (the CLI's AVX2 path)
     fn process_block<C: Contrast>(&mut self, contrast: &C) {
         let (k, nb) = (self.k, self.pending);
         let col = |j: usize| j * BLOCK_ROWS..j * BLOCK_ROWS + nb;
-        // Y = W Z, feature-major.
-        for i in 0..k {
-            let yi = &mut self.yb[col(i)];
-            yi.fill(0.0);
-            for j in 0..k {
-                let wij = self.w[i * k + j];
-                for (y, z) in yi.iter_mut().zip(&self.zb[col(j)]) {
-                    *y += wij * z;
-                }
-            }
-        }
+        kernel::unmix_block(self.w, k, self.zb, self.yb, BLOCK_ROWS, nb);
         let partial = &mut self.sums.partial;
         for i in 0..k {
             let yi = &mut self.yb[col(i)];
             contrast.eval_block(yi, &mut self.gp[..nb]);
             partial[k * k + i] += sum_lanes(&self.gp[..nb]);
         }
-        for i in 0..k {
-            let gi = &self.yb[col(i)];
-            for j in 0..k {
-                partial[i * k + j] += dot_lanes(gi, &self.zb[col(j)]);
-            }
-        }
+        kernel::gram_block(self.yb, self.zb, k, BLOCK_ROWS, nb, &mut partial[..k * k]);
         self.sums.add_rows(nb as u64);
         self.pending = 0;
     }
@@ -287,6 +264,7 @@ impl<'a> DeflationStats<'a> {
         })
     }
     /// Adds white rows `z` (`n x k`) for the unit vector `w` (`k`).
+    #[inline(always)] // compiled into callers built for wider vectors (the CLI's AVX2 path)
     pub fn accumulate<T: Float, C: Contrast>(
         &mut self,
         w: &[f64],
@@ -335,25 +313,22 @@ impl<'a> DeflationStats<'a> {
 pub struct SourceStats<'a> {
     k: usize,
     sums: Sums<'a>,
-    row: &'a mut [f64],
 }
 
 impl<'a> SourceStats<'a> {
     /// `f64` elements of buffer needed for `k` components.
     pub const fn buffer_len(k: usize) -> usize {
-        2 * 4 * k + k
+        2 * 4 * k
     }
     /// Empty statistics in `buf`.
     pub fn new(k: usize, buf: &'a mut [f64]) -> Result<Self> {
-        let buf = prefix_mut(buf, Self::buffer_len(k))?;
-        let (sums, row) = buf.split_at_mut(8 * k);
         Ok(Self {
             k,
-            sums: Sums::new(4 * k, sums)?,
-            row,
+            sums: Sums::new(4 * k, buf)?,
         })
     }
     /// Adds white rows `z` (`n x k`) unmixed by `w` (`k x k`).
+    #[inline(always)] // compiled into callers built for wider vectors (the CLI's AVX2 path)
     pub fn accumulate<T: Float>(&mut self, w: &[f64], z: &[T]) -> Result<()> {
         let k = self.k;
         check_rows(z, k, self.sums.rows)?;
@@ -363,18 +338,30 @@ impl<'a> SourceStats<'a> {
                 found: w.len(),
             });
         }
-        for zr in z.chunks_exact(k) {
-            load_row(zr, self.row);
+        // Up to four rows at a time (never across a chunk boundary): their sources are
+        // independent dot products that overlap in the pipeline, then the sums take them in row
+        // order, as one row at a time would.
+        let mut rest = z;
+        while !rest.is_empty() {
+            let room = CHUNK - (self.sums.rows % CHUNK as u64) as usize;
+            let n = (rest.len() / k).min(room).min(4);
+            let (rows, tail) = rest.split_at(n * k);
+            let mut y = [0.0f64; 4];
             for (i, wr) in w.chunks_exact(k).enumerate() {
-                let y: f64 = wr.iter().zip(self.row.iter()).map(|(a, b)| a * b).sum();
-                let y2 = y * y;
+                for (y, zr) in y.iter_mut().zip(rows.chunks_exact(k)) {
+                    *y = wr.iter().zip(zr).map(|(a, b)| a * b.to_f64()).sum();
+                }
                 let p = &mut self.sums.partial[4 * i..4 * i + 4];
-                p[0] += y;
-                p[1] += y2;
-                p[2] += y2 * y;
-                p[3] += y2 * y2;
+                for &y in &y[..n] {
+                    let y2 = y * y;
+                    p[0] += y;
+                    p[1] += y2;
+                    p[2] += y2 * y;
+                    p[3] += y2 * y2;
+                }
             }
-            self.sums.row_done();
+            self.sums.add_rows(n as u64);
+            rest = tail;
         }
         Ok(())
     }
