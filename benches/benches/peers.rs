@@ -73,6 +73,26 @@ fn peers(c: &mut Criterion) {
                 .n_iter
         })
     });
+    // The CLI's path: the same fit with the hot loops compiled for AVX2 where the CPU has it
+    // (`harness::simd`), on one and on two threads.
+    let table = harness::io::Matrix::new(rows, k, x.clone()).unwrap();
+    for threads in [1, 2] {
+        let job = harness::fastica::FitJob {
+            n_components: None,
+            options: FastIcaOptions::DEFAULT,
+            init: WInit::Matrix(&w_init),
+            threads,
+            progress: &|_, _| {},
+        };
+        group.bench_function(format!("cli_fit_n1e5_d8_threads{threads}"), |b| {
+            b.iter(|| {
+                harness::fastica::fit(black_box(&table), &job)
+                    .unwrap()
+                    .info
+                    .n_iter
+            })
+        });
+    }
     group.finish();
 }
 

@@ -51,7 +51,10 @@ macro_rules! chunked_pass {
                     .map(|(buf, $rows)| {
                         scope.spawn(move || {
                             let mut $s = $stats::new(k, buf)?;
-                            $accumulate?;
+                            crate::simd::fastest(
+                                #[inline(always)]
+                                || $accumulate,
+                            )?;
                             Ok($s)
                         })
                     })
@@ -114,7 +117,12 @@ pub fn map_rows<T: Float>(
             .zip(out.chunks_mut(rows_per * out_w))
             .map(|(xi, oi)| {
                 let f = &f;
-                s.spawn(move || f(xi, oi))
+                s.spawn(move || {
+                    crate::simd::fastest(
+                        #[inline(always)]
+                        || f(xi, oi),
+                    )
+                })
             })
             .collect();
         handles
@@ -196,9 +204,15 @@ pub fn fit<T: Float + serde::Serialize>(x: &Matrix<T>, job: &FitJob<'_>) -> Resu
                 .explained_variance
                 .copy_from_slice(v.explained_variance());
             let mut z = vec![T::ZERO; n * k];
-            map_rows(&x.data, d, &mut z, k, job.threads, |xi, zi| {
-                v.transform_rows(xi, zi)
-            })?;
+            map_rows(
+                &x.data,
+                d,
+                &mut z,
+                k,
+                job.threads,
+                #[inline(always)]
+                |xi, zi| v.transform_rows(xi, zi),
+            )?;
             z_owned = z;
             &z_owned
         };
@@ -228,9 +242,15 @@ pub fn fit<T: Float + serde::Serialize>(x: &Matrix<T>, job: &FitJob<'_>) -> Resu
     model.set_info(info);
     let view = model.view();
     let mut sources = vec![T::ZERO; n * k];
-    map_rows(&x.data, d, &mut sources, k, job.threads, |xi, si| {
-        view.transform_rows(xi, si)
-    })?;
+    map_rows(
+        &x.data,
+        d,
+        &mut sources,
+        k,
+        job.threads,
+        #[inline(always)]
+        |xi, si| view.transform_rows(xi, si),
+    )?;
     let model_json = to_json(&view, opts, effective_rank, n);
     Ok(Fitted {
         model: model_json,

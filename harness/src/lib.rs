@@ -6,3 +6,4 @@ pub mod fastica;
 pub mod io;
 pub mod metric;
 pub mod pipeline;
+pub mod simd;

@@ -32,7 +32,11 @@ pub fn moments<T: Float>(x: &Matrix<T>, threads: usize) -> Result<OwnedMoments> 
                     s.spawn(move || -> Result<(u64, Vec<f64>)> {
                         let mut buf = vec![0.0; MomentsBuf::buffer_len(d)];
                         let mut m = MomentsBuf::new(d, &mut buf)?;
-                        m.accumulate(rows).map_err(|e| renumber(e, index))?;
+                        crate::simd::fastest(
+                            #[inline(always)]
+                            || m.accumulate(rows),
+                        )
+                        .map_err(|e| renumber(e, index))?;
                         Ok((m.as_ref().n_samples(), buf))
                     })
                 })
