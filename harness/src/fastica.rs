@@ -15,53 +15,57 @@ use unmix::ica::{
 };
 use unmix::whiten;
 
-/// Passes over white rows in memory, chunk by chunk on `threads` threads, merged in order.
+/// Passes over white rows in memory, chunk by chunk on a pool of `threads` threads, merged in
+/// order.
 pub struct ThreadPasses<'a, T> {
     z: &'a [T],
     k: usize,
     threads: usize,
+    pool: rayon::ThreadPool,
 }
 
 impl<'a, T: Float> ThreadPasses<'a, T> {
     /// Passes over `z` (`n x k`).
-    pub fn new(z: &'a [T], k: usize, threads: usize) -> Self {
-        Self {
+    pub fn new(z: &'a [T], k: usize, threads: usize) -> Result<Self> {
+        let threads = threads.max(1);
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .context("could not start the worker threads")?;
+        Ok(Self {
             z,
             k,
-            threads: threads.max(1),
-        }
+            threads,
+            pool,
+        })
     }
 }
 
-/// One pass of `$stats` over the chunks of `$passes.z` on threads, merged into `$into` in chunk
-/// order. (A macro because each statistics type borrows its per-chunk buffer.)
+/// One pass of `$stats` over the chunks of `$passes.z` on the pool, merged into `$into` in chunk
+/// order. Rounds of a few chunks per thread bound the memory for statistics (large at k = 768)
+/// while the pool keeps the threads between rounds and passes. (A macro because each statistics
+/// type borrows its per-chunk buffer.)
 macro_rules! chunked_pass {
     ($passes:expr, $stats:ident, $into:expr, |$s:ident, $rows:ident| $accumulate:expr) => {{
-        let (k, threads) = ($passes.k, $passes.threads);
+        use rayon::prelude::*;
+        let k = $passes.k;
         let chunks: Vec<&[T]> = $passes.z.chunks(CHUNK * k).collect();
-        for group in chunks.chunks(threads) {
-            let mut bufs: Vec<Vec<f64>> = group
-                .iter()
-                .map(|_| vec![0.0; $stats::buffer_len(k)])
-                .collect();
-            let results: Vec<unmix::Result<$stats<'_>>> = std::thread::scope(|scope| {
-                let handles: Vec<_> = bufs
-                    .iter_mut()
-                    .zip(group)
+        let round = (4 * $passes.threads).min(chunks.len()).max(1);
+        let mut bufs: Vec<Vec<f64>> = (0..round)
+            .map(|_| vec![0.0; $stats::buffer_len(k)])
+            .collect();
+        for group in chunks.chunks(round) {
+            let results: Vec<unmix::Result<$stats<'_>>> = $passes.pool.install(|| {
+                bufs.par_iter_mut()
+                    .zip(group.par_iter())
                     .map(|(buf, $rows)| {
-                        scope.spawn(move || {
-                            let mut $s = $stats::new(k, buf)?;
-                            crate::simd::fastest(
-                                #[inline(always)]
-                                || $accumulate,
-                            )?;
-                            Ok($s)
-                        })
+                        let mut $s = $stats::new(k, buf)?;
+                        crate::simd::fastest(
+                            #[inline(always)]
+                            || $accumulate,
+                        )?;
+                        Ok($s)
                     })
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|h| h.join().expect("pass thread panicked"))
                     .collect()
             });
             for r in results {
@@ -216,7 +220,7 @@ pub fn fit<T: Float + serde::Serialize>(x: &Matrix<T>, job: &FitJob<'_>) -> Resu
             z_owned = z;
             &z_owned
         };
-    let mut passes = ThreadPasses::new(z, k, job.threads);
+    let mut passes = ThreadPasses::new(z, k, job.threads)?;
     let mut ws = vec![0.0; ica::unmix_workspace_len(k).max(SourceStats::buffer_len(k) + 4 * k)];
     let info = ica::unmix(
         &mut passes,
