@@ -74,3 +74,25 @@ fn exp_is_within_2_ulp_of_libm() {
     assert_eq!(fastmath::exp_nonpositive(-800.0), 0.0);
     assert_eq!(fastmath::exp_nonpositive(f64::NEG_INFINITY), 0.0);
 }
+
+/// Each contrast's block evaluation (the one the passes use) gives the bits of its scalar `eval`.
+#[test]
+fn block_evaluation_equals_scalar() {
+    use unmix::ica::contrast::{Contrast, ContrastKind, LogCosh};
+    let x = points();
+    for c in [
+        ContrastKind::LogCosh(LogCosh::DEFAULT),
+        ContrastKind::LogCosh(LogCosh::new(1.37).unwrap()),
+        ContrastKind::LogCosh(LogCosh::new(2.0).unwrap()),
+        ContrastKind::Exp,
+        ContrastKind::Cube,
+    ] {
+        let (mut g, mut gp) = (x.clone(), vec![0.0; x.len()]);
+        c.eval_block(&mut g, &mut gp);
+        for ((u, g), gp) in x.iter().zip(&g).zip(&gp) {
+            let (want_g, want_gp) = c.eval(*u);
+            assert_eq!(g.to_bits(), want_g.to_bits(), "{c:?} g({u})");
+            assert_eq!(gp.to_bits(), want_gp.to_bits(), "{c:?} g'({u})");
+        }
+    }
+}
