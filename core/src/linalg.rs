@@ -74,7 +74,6 @@ pub fn symmetric_eigen(
         }
     }
     tridiagonalize(v, n, d, e);
-    transpose_in_place(v, n);
     ql_implicit(v, n, d, e)?;
     sort_descending(v, n, d);
     for x in d.iter_mut() {
@@ -100,18 +99,16 @@ pub fn fix_sign(v: &mut [f64]) {
     }
 }
 
-fn transpose_in_place(v: &mut [f64], n: usize) {
-    for i in 0..n {
-        for j in i + 1..n {
-            v.swap(i * n + j, j * n + i);
-        }
-    }
-}
-
 /// Householder reduction of `v` (symmetric, row-major) to tridiagonal form: diagonal in `d`,
-/// subdiagonal in `e[1..]`, and `v` replaced by the orthogonal transformation (columns).
+/// subdiagonal in `e[1..]`, and `v` replaced by the orthogonal transformation with its vectors
+/// as rows.
+///
+/// This is EISPACK's `tred2` run on the transpose: `at(r, c)` addresses element `(c, r)`. The
+/// input is symmetric, so the result is the same arithmetic, bit for bit, but every inner loop
+/// (which in `tred2` walks down a column) now walks along a contiguous row, and the
+/// transformation comes out already transposed for the QL sweep.
 fn tridiagonalize(v: &mut [f64], n: usize, d: &mut [f64], e: &mut [f64]) {
-    let at = |r: usize, c: usize| r * n + c;
+    let at = |r: usize, c: usize| c * n + r;
     for j in 0..n {
         d[j] = v[at(n - 1, j)];
     }
@@ -145,9 +142,11 @@ fn tridiagonalize(v: &mut [f64], n: usize, d: &mut [f64], e: &mut [f64]) {
                 f = d[j];
                 v[at(j, i)] = f;
                 g = e[j] + v[at(j, j)] * f;
-                for k in j + 1..i {
-                    g += v[at(k, j)] * d[k];
-                    e[k] += v[at(k, j)] * f;
+                // Elements (k, j), k in j+1..i: a contiguous run of the transposed storage.
+                let col = &v[at(j + 1, j)..at(i, j)];
+                for ((x, dk), ek) in col.iter().zip(&d[j + 1..i]).zip(&mut e[j + 1..i]) {
+                    g += x * dk;
+                    *ek += x * f;
                 }
                 e[j] = g;
             }
@@ -163,8 +162,9 @@ fn tridiagonalize(v: &mut [f64], n: usize, d: &mut [f64], e: &mut [f64]) {
             for j in 0..i {
                 f = d[j];
                 g = e[j];
-                for k in j..i {
-                    v[at(k, j)] -= f * e[k] + g * d[k];
+                let col = &mut v[at(j, j)..at(i, j)];
+                for ((x, ek), dk) in col.iter_mut().zip(&e[j..i]).zip(&d[j..i]) {
+                    *x -= f * ek + g * dk;
                 }
                 d[j] = v[at(i - 1, j)];
                 v[at(i, j)] = 0.0;
@@ -177,23 +177,25 @@ fn tridiagonalize(v: &mut [f64], n: usize, d: &mut [f64], e: &mut [f64]) {
         v[at(n - 1, i)] = v[at(i, i)];
         v[at(i, i)] = 1.0;
         let h = d[i + 1];
+        // Columns j <= i and column i + 1 (contiguous runs of the transposed storage).
+        let (cols, rest) = v.split_at_mut(at(0, i + 1));
+        let next = &mut rest[..=i];
         if h != 0.0 {
-            for k in 0..=i {
-                d[k] = v[at(k, i + 1)] / h;
+            for (dk, x) in d[..=i].iter_mut().zip(next.iter()) {
+                *dk = x / h;
             }
-            for j in 0..=i {
+            for col in cols.chunks_exact_mut(n) {
+                let col = &mut col[..=i];
                 let mut g = 0.0;
-                for k in 0..=i {
-                    g += v[at(k, i + 1)] * v[at(k, j)];
+                for (x, y) in next.iter().zip(col.iter()) {
+                    g += x * y;
                 }
-                for k in 0..=i {
-                    v[at(k, j)] -= g * d[k];
+                for (x, dk) in col.iter_mut().zip(&d[..=i]) {
+                    *x -= g * dk;
                 }
             }
         }
-        for k in 0..=i {
-            v[at(k, i + 1)] = 0.0;
-        }
+        next.fill(0.0);
     }
     for j in 0..n {
         d[j] = v[at(n - 1, j)];
