@@ -350,9 +350,8 @@ pub fn dot(a: &[f64], b: &[f64]) -> f64 {
 /// `m` is `out_w x in_w`. Each output is summed over `j` in order (from 0, or from `mean_i`).
 /// Fails with [`Error::Overflow`] (leaving `out` written) if a result is not finite.
 ///
-/// The whitening transforms and FastICA's source maps all run here. Inlined so that a caller
-/// compiled for wider vectors gets it compiled for them too.
-#[inline(always)]
+/// The whitening transforms and FastICA's source maps all run here.
+#[cfg_attr(target_arch = "x86_64", inline(always))] // into the CLI's AVX2 code (harness simd.rs)
 pub(crate) fn affine_rows<T: Float>(
     input: &[T],
     in_w: usize,

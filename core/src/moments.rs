@@ -63,7 +63,7 @@ fn centre_block<T: Float>(rows: &[T], d: usize, nb: usize, bmean: &mut [f64], bl
 /// `com[i][j] += sum_r bx[r][i] * by[r][j] + dx[i] * dy[j] * f` for `j >= i` when `upper`,
 /// else for all `j`. `com` is `dx_len x dy_len`, row-major.
 #[allow(clippy::too_many_arguments)]
-#[inline(always)] // compiled into callers built for wider vectors (the CLI's AVX2 path)
+#[cfg_attr(target_arch = "x86_64", inline(always))] // into the CLI's AVX2 code (harness simd.rs)
 fn scatter(
     com: &mut [f64],
     bx: &[f64],
@@ -325,7 +325,7 @@ impl<const D: usize> Moments<D> {
         }
     }
     /// Adds samples: `rows` is row-major, a whole number of rows of `D`. On error nothing is added.
-    #[inline(always)]
+    #[cfg_attr(target_arch = "x86_64", inline(always))] // into the CLI's AVX2 code (harness simd.rs)
     pub fn accumulate<T: Float>(&mut self, rows: &[T]) -> Result<()> {
         self.state().accumulate(rows)
     }
@@ -408,7 +408,7 @@ impl<'a> MomentsBuf<'a> {
         }
     }
     /// Adds samples: `rows` is row-major, a whole number of rows of `d`. On error nothing is added.
-    #[inline(always)]
+    #[cfg_attr(target_arch = "x86_64", inline(always))] // into the CLI's AVX2 code (harness simd.rs)
     pub fn accumulate<T: Float>(&mut self, rows: &[T]) -> Result<()> {
         self.state().accumulate(rows)
     }

@@ -200,7 +200,7 @@ impl<'a, T: Float> WhitenerView<'a, T> {
     }
     /// Whitens row-major samples `x` (`n x d`) into `z` (`n x k`). Fails with
     /// [`Error::Overflow`] (leaving `z` partly written) if a result is not finite.
-    #[inline(always)]
+    #[cfg_attr(target_arch = "x86_64", inline(always))] // into the CLI's AVX2 code (harness simd.rs)
     pub fn transform_rows(&self, x: &[T], z: &mut [T]) -> Result<()> {
         linalg::affine_rows(x, self.d, self.mean, self.whitening, z, self.k, false)
     }
@@ -210,7 +210,7 @@ impl<'a, T: Float> WhitenerView<'a, T> {
     }
     /// Maps row-major whitened samples `z` (`n x k`) back to `x` (`n x d`). Fails with
     /// [`Error::Overflow`] (leaving `x` partly written) if a result is not finite.
-    #[inline(always)]
+    #[cfg_attr(target_arch = "x86_64", inline(always))] // into the CLI's AVX2 code (harness simd.rs)
     pub fn inverse_transform_rows(&self, z: &[T], x: &mut [T]) -> Result<()> {
         linalg::affine_rows(z, self.k, self.mean, self.unwhitening, x, self.d, true)
     }

@@ -4,8 +4,8 @@
 //! Register-blocked, so that each value loaded feeds several multiply-adds, and written over
 //! fixed-size arrays so that the compiler vectorises them for whatever the target offers. Every
 //! output is summed in exactly the order of the plain loops (tested below), so the bits do not
-//! depend on the blocking or the vector width. Both are `inline(always)` so that they are
-//! compiled for whatever target features their caller enables.
+//! depend on the blocking or the vector width. On x86-64 both are `inline(always)`, so that
+//! they are compiled for whatever target features their caller enables (the CLI's AVX2 path).
 
 /// Lanes per register tile: rows `r, r + 1, r + 2, r + 3` of the block.
 const LANES: usize = 4;
@@ -13,7 +13,7 @@ const LANES: usize = 4;
 /// `y_i = sum_j w_ij z_j` (summed over `j` in order, from `0.0`) for `i < k` and the first `n`
 /// lanes rounded up to a multiple of [`LANES`] (the extra lanes are scratch); `stride` is a
 /// multiple of [`LANES`], at least `n`.
-#[inline(always)]
+#[cfg_attr(target_arch = "x86_64", inline(always))] // into the CLI's AVX2 code (harness simd.rs)
 pub(crate) fn unmix_block(w: &[f64], k: usize, z: &[f64], y: &mut [f64], stride: usize, n: usize) {
     let lanes = n.div_ceil(LANES) * LANES;
     let mut i = 0;
@@ -61,7 +61,7 @@ fn unmix_tile<const R: usize>(
 
 /// `out[i k + j] += <g_i, z_j>` over the first `n` lanes, each dot product summed as
 /// [`dot_lanes`]: four lane accumulators, combined pairwise, then the tail.
-#[inline(always)]
+#[cfg_attr(target_arch = "x86_64", inline(always))] // into the CLI's AVX2 code (harness simd.rs)
 pub(crate) fn gram_block(g: &[f64], z: &[f64], k: usize, stride: usize, n: usize, out: &mut [f64]) {
     for i in (0..k).step_by(2) {
         for j in (0..k).step_by(2) {

@@ -517,12 +517,12 @@ impl<'a, T: Float> FastIcaView<'a, T> {
         self.inverse_transform_rows(s, x)
     }
     /// Sources of row-major samples `x` (`n x d`) into `s` (`n x k`).
-    #[inline(always)]
+    #[cfg_attr(target_arch = "x86_64", inline(always))] // into the CLI's AVX2 code (harness simd.rs)
     pub fn transform_rows(&self, x: &[T], s: &mut [T]) -> Result<()> {
         linalg::affine_rows(x, self.d, self.mean(), self.components, s, self.k, false)
     }
     /// Samples `x` (`n x d`) from sources `s` (`n x k`).
-    #[inline(always)]
+    #[cfg_attr(target_arch = "x86_64", inline(always))] // into the CLI's AVX2 code (harness simd.rs)
     pub fn inverse_transform_rows(&self, s: &[T], x: &mut [T]) -> Result<()> {
         linalg::affine_rows(s, self.k, self.mean(), self.mixing, x, self.d, true)
     }

@@ -156,7 +156,7 @@ impl<'a> ParallelStats<'a> {
         })
     }
     /// Adds white rows `z` (`n x k`) at unmixing `w` (`k x k`).
-    #[inline(always)] // compiled into callers built for wider vectors (the CLI's AVX2 path)
+    #[cfg_attr(target_arch = "x86_64", inline(always))] // into the CLI's AVX2 code (harness simd.rs)
     pub fn accumulate<T: Float, C: Contrast>(
         &mut self,
         w: &[f64],
@@ -199,7 +199,7 @@ impl<'a> ParallelStats<'a> {
             self.process_block(contrast);
         }
     }
-    #[inline(always)] // compiled into callers built for wider vectors (the CLI's AVX2 path)
+    #[cfg_attr(target_arch = "x86_64", inline(always))] // into the CLI's AVX2 code (harness simd.rs)
     fn process_block<C: Contrast>(&mut self, contrast: &C) {
         let (k, nb) = (self.k, self.pending);
         let col = |j: usize| j * BLOCK_ROWS..j * BLOCK_ROWS + nb;
@@ -264,7 +264,7 @@ impl<'a> DeflationStats<'a> {
         })
     }
     /// Adds white rows `z` (`n x k`) for the unit vector `w` (`k`).
-    #[inline(always)] // compiled into callers built for wider vectors (the CLI's AVX2 path)
+    #[cfg_attr(target_arch = "x86_64", inline(always))] // into the CLI's AVX2 code (harness simd.rs)
     pub fn accumulate<T: Float, C: Contrast>(
         &mut self,
         w: &[f64],
@@ -328,7 +328,7 @@ impl<'a> SourceStats<'a> {
         })
     }
     /// Adds white rows `z` (`n x k`) unmixed by `w` (`k x k`).
-    #[inline(always)] // compiled into callers built for wider vectors (the CLI's AVX2 path)
+    #[cfg_attr(target_arch = "x86_64", inline(always))] // into the CLI's AVX2 code (harness simd.rs)
     pub fn accumulate<T: Float>(&mut self, w: &[f64], z: &[T]) -> Result<()> {
         let k = self.k;
         check_rows(z, k, self.sums.rows)?;
