@@ -1,4 +1,5 @@
-/* unmix C API: whitening over caller-provided buffers. No allocation, no global state.
+/* unmix C API: whitening and FastICA over caller-provided buffers. No allocation, no global
+ * state.
  *
  * Link capi/target/release/libunmix_capi.a (built by `cargo build --release` in capi/).
  * All matrices are row-major arrays of double. Every function returns an unmix_status.
@@ -59,6 +60,64 @@ unmix_status unmix_whiten_transform(const double *model, size_t d, size_t k, con
 /* x (n x d) = mean + unwhitening * z, for z (n x k). Exact inverse when k == d. */
 unmix_status unmix_whiten_inverse_transform(const double *model, size_t d, size_t k,
                                             const double *z, size_t n, double *x);
+
+/* ---- FastICA (scikit-learn's FastICA(whiten_solver="eigh"): same names, defaults, results) ---- */
+
+#define UNMIX_PARALLEL 0
+#define UNMIX_DEFLATION 1
+#define UNMIX_LOGCOSH 0
+#define UNMIX_EXP 1
+#define UNMIX_CUBE 2
+#define UNMIX_UNIT_VARIANCE 0
+#define UNMIX_ARBITRARY_VARIANCE 1
+#define UNMIX_WHITEN_NONE 2 /* the data are already white; k must equal d */
+
+typedef struct unmix_fastica_options {
+    int32_t algorithm;     /* UNMIX_PARALLEL or UNMIX_DEFLATION */
+    int32_t fun;           /* UNMIX_LOGCOSH, UNMIX_EXP or UNMIX_CUBE */
+    double alpha;          /* logcosh's alpha, in [1, 2] */
+    int32_t whiten;        /* UNMIX_UNIT_VARIANCE, UNMIX_ARBITRARY_VARIANCE or UNMIX_WHITEN_NONE */
+    size_t max_iter;       /* at least 1 */
+    double tol;            /* >= 0 */
+    double rank_rtol;      /* the whitening's relative rank threshold */
+    int32_t canonical;     /* nonzero: order by |excess kurtosis|, positive skewness */
+    const double *w_init;  /* k x k start matrix, or NULL to draw one from seed */
+    uint64_t seed;
+} unmix_fastica_options;
+
+typedef struct unmix_fastica_report {
+    size_t n_iter;         /* iterations run (deflation: the most any component needed) */
+    int32_t converged;     /* 0: max_iter reached; the model is still written (as scikit-learn) */
+    double last_change;
+    unmix_report error;    /* where a failed fit went wrong, as for unmix_whiten_fit */
+} unmix_fastica_report;
+
+/* Fills options with scikit-learn's defaults: parallel, logcosh (alpha 1), unit variance,
+ * max_iter 200, tol 1e-4, rank_rtol 1e-10, w_init NULL, seed 0, not canonical. */
+unmix_status unmix_fastica_default_options(unmix_fastica_options *options);
+
+/* Doubles of model storage for d -> k: the whitener's layout, then unmixing (k x k),
+ * components (k x d) and mixing (d x k). */
+size_t unmix_fastica_model_len(size_t d, size_t k);
+
+/* Doubles of workspace unmix_fastica_fit needs for n samples, d -> k (SIZE_MAX on overflow). */
+size_t unmix_fastica_workspace_len(size_t n, size_t d, size_t k);
+
+/* Fits on n x d samples x, keeping k components. options NULL means the defaults. The model is
+ * written on success, also when the iterations did not converge (report->converged == 0).
+ * report may be NULL. */
+unmix_status unmix_fastica_fit(const double *x, size_t n, size_t d, size_t k,
+                               const unmix_fastica_options *options, double *model,
+                               size_t model_len, double *workspace, size_t workspace_len,
+                               unmix_fastica_report *report);
+
+/* Sources s (n x k) of samples x (n x d). */
+unmix_status unmix_fastica_transform(const double *model, size_t d, size_t k, const double *x,
+                                     size_t n, double *s);
+
+/* Samples x (n x d) = mean + mixing * s, for sources s (n x k). */
+unmix_status unmix_fastica_inverse_transform(const double *model, size_t d, size_t k,
+                                             const double *s, size_t n, double *x);
 
 #ifdef __cplusplus
 }

@@ -1,4 +1,4 @@
-//! C ABI for the unmix core's whitening, over caller-provided buffers.
+//! C ABI for the unmix core's whitening and FastICA, over caller-provided buffers.
 //!
 //! `#![no_std]`, no allocator, its own panic handler: if anything in the dependency graph needed
 //! `std` or `alloc`, this crate would not build, and the CI gate also checks that the linked C
@@ -8,6 +8,10 @@
 
 use core::slice;
 use unmix::Error;
+use unmix::ica::{
+    self, Algorithm, ContrastKind, FastIcaBuf, FastIcaOptions, FastIcaView, IcaInfo, IcaOptions,
+    LogCosh, WInit, WhitenMode,
+};
 use unmix::moments::MomentsBuf;
 use unmix::whiten::{self, Method, Rotation, WhitenOptions, WhitenerBuf, WhitenerView};
 
@@ -159,14 +163,6 @@ pub unsafe extern "C" fn unmix_whiten_fit(
         };
         let split = MomentsBuf::buffer_len(d).min(ws.len());
         let (mbuf, wbuf) = ws.split_at_mut(split);
-        let fail = |e: Error, rep: &mut UnmixReport| {
-            match e {
-                Error::NonFinite { row, col } => (rep.row, rep.col) = (row, col),
-                Error::RankDeficient { rank, .. } => rep.effective_rank = rank,
-                _ => {}
-            }
-            UnmixStatus::from(e)
-        };
         let mut moments = MomentsBuf::new(d, mbuf).map_err(|e| fail(e, &mut rep))?;
         moments.accumulate(x).map_err(|e| fail(e, &mut rep))?;
         let mut w = WhitenerBuf::new(d, k, model).map_err(|e| fail(e, &mut rep))?;
@@ -242,6 +238,271 @@ pub unsafe extern "C" fn unmix_whiten_inverse_transform(
         };
         let view = WhitenerView::from_parts(d, k, model)?;
         Ok(view.inverse_transform_rows(z, x)?)
+    })())
+}
+
+/// FastICA's options, scikit-learn's names (`UNMIX_*` constants in the header). Fill with
+/// [`unmix_fastica_default_options`], then change what differs.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct UnmixFastIcaOptions {
+    /// 0 parallel, 1 deflation.
+    pub algorithm: i32,
+    /// 0 logcosh, 1 exp, 2 cube.
+    pub fun: i32,
+    /// logcosh's alpha, in [1, 2].
+    pub alpha: f64,
+    /// 0 unit-variance, 1 arbitrary-variance, 2 none (the data are already white; k = d).
+    pub whiten: i32,
+    /// Iteration cap, at least 1.
+    pub max_iter: usize,
+    /// Stopping tolerance, `>= 0`.
+    pub tol: f64,
+    /// The whitening's relative rank threshold.
+    pub rank_rtol: f64,
+    /// Nonzero: order components by |excess kurtosis|, positive skewness.
+    pub canonical: i32,
+    /// `k x k` start matrix (row-major), or null to draw one from `seed`.
+    pub w_init: *const f64,
+    /// Seed of the Gaussian start when `w_init` is null.
+    pub seed: u64,
+}
+
+/// How a FastICA fit ended, or where it failed.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct UnmixFastIcaReport {
+    /// Iterations run (deflation: the most any component needed).
+    pub n_iter: usize,
+    /// 1 if every change fell below `tol` within `max_iter`; 0 otherwise (the model is still
+    /// written, as scikit-learn does).
+    pub converged: i32,
+    /// The last change.
+    pub last_change: f64,
+    /// Row, column and effective rank, as in [`UnmixReport`].
+    pub error: UnmixReport,
+}
+
+/// Fills `options` with scikit-learn's defaults: parallel, logcosh (alpha 1), unit variance,
+/// 200 iterations, `tol = 1e-4`, `rank_rtol = 1e-10`, seed 0, no `w_init`, not canonical.
+///
+/// # Safety
+/// `options` must be null or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn unmix_fastica_default_options(
+    options: *mut UnmixFastIcaOptions,
+) -> UnmixStatus {
+    if options.is_null() {
+        return UnmixStatus::NullPointer;
+    }
+    // SAFETY: non-null and writable by the caller's guarantee.
+    unsafe { *options = default_options() };
+    UnmixStatus::Ok
+}
+
+fn default_options() -> UnmixFastIcaOptions {
+    let d = FastIcaOptions::DEFAULT;
+    UnmixFastIcaOptions {
+        algorithm: 0,
+        fun: 0,
+        alpha: 1.0,
+        whiten: 0,
+        max_iter: d.ica.max_iter,
+        tol: d.ica.tol,
+        rank_rtol: d.rank_rtol,
+        canonical: 0,
+        w_init: core::ptr::null(),
+        seed: 0,
+    }
+}
+
+fn fastica_options(o: &UnmixFastIcaOptions) -> Result<FastIcaOptions, UnmixStatus> {
+    let algorithm = match o.algorithm {
+        0 => Algorithm::Parallel,
+        1 => Algorithm::Deflation,
+        _ => return Err(UnmixStatus::InvalidParameter),
+    };
+    let contrast = match o.fun {
+        0 => ContrastKind::LogCosh(LogCosh::new(o.alpha)?),
+        1 => ContrastKind::Exp,
+        2 => ContrastKind::Cube,
+        _ => return Err(UnmixStatus::InvalidParameter),
+    };
+    let whiten = match o.whiten {
+        0 => WhitenMode::UnitVariance,
+        1 => WhitenMode::ArbitraryVariance,
+        2 => WhitenMode::None,
+        _ => return Err(UnmixStatus::InvalidParameter),
+    };
+    Ok(FastIcaOptions {
+        ica: IcaOptions {
+            algorithm,
+            max_iter: o.max_iter,
+            tol: o.tol,
+        },
+        contrast,
+        whiten,
+        rank_rtol: o.rank_rtol,
+        canonical: o.canonical != 0,
+    })
+}
+
+/// `double`s of model storage for FastICA `d -> k`: the whitener's layout, then unmixing (k x k),
+/// components (k x d) and mixing (d x k).
+#[unsafe(no_mangle)]
+pub extern "C" fn unmix_fastica_model_len(d: usize, k: usize) -> usize {
+    ica::model_len(d, k)
+}
+
+/// `double`s of workspace [`unmix_fastica_fit`] needs for `n` samples, `d -> k` (it holds the
+/// whitened samples, `n x k`); `SIZE_MAX` if that overflows.
+#[unsafe(no_mangle)]
+pub extern "C" fn unmix_fastica_workspace_len(n: usize, d: usize, k: usize) -> usize {
+    n.checked_mul(k)
+        .and_then(|z| z.checked_add(ica::fit_workspace_len(d, k)))
+        .unwrap_or(usize::MAX)
+}
+
+/// Fits FastICA on `n x d` row-major samples `x`, keeping `k` components, as scikit-learn's
+/// `FastICA(whiten_solver="eigh")`. `options` null means the defaults. The model is written to
+/// `model` (`model_len >= unmix_fastica_model_len(d, k)`) on success, also when the iterations
+/// did not converge (`report->converged == 0`). `report` may be null.
+///
+/// # Safety
+/// Pointers must be valid for the lengths given (`x`: `n * d` reads; `options->w_init`, if not
+/// null: `k * k` reads) and `model` and `workspace` must not overlap anything else.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn unmix_fastica_fit(
+    x: *const f64,
+    n: usize,
+    d: usize,
+    k: usize,
+    options: *const UnmixFastIcaOptions,
+    model: *mut f64,
+    model_len: usize,
+    workspace: *mut f64,
+    workspace_len: usize,
+    report: *mut UnmixFastIcaReport,
+) -> UnmixStatus {
+    let mut rep = UnmixFastIcaReport::default();
+    let result = (|| {
+        let len = n.checked_mul(d).ok_or(UnmixStatus::DimensionMismatch)?;
+        let o = if options.is_null() {
+            default_options()
+        } else {
+            // SAFETY: non-null `options` points to a readable struct by the caller's guarantee.
+            unsafe { *options }
+        };
+        let opts = fastica_options(&o)?;
+        ica::check_fit(d, k, &opts)?;
+        // SAFETY: forwarded caller guarantees.
+        let (x, model, ws) = unsafe {
+            (
+                input(x, len)?,
+                output(model, model_len)?,
+                output(workspace, workspace_len)?,
+            )
+        };
+        let w_init;
+        let init = if o.w_init.is_null() {
+            WInit::Seed(o.seed)
+        } else {
+            let kk = k.checked_mul(k).ok_or(UnmixStatus::DimensionMismatch)?;
+            // SAFETY: a non-null `w_init` holds `k * k` doubles by the caller's guarantee.
+            w_init = unsafe { input(o.w_init, kk)? };
+            WInit::Matrix(w_init)
+        };
+        let zlen = n.checked_mul(k).ok_or(UnmixStatus::DimensionMismatch)?;
+        if ws.len() < zlen {
+            return Err(UnmixStatus::BufferTooSmall);
+        }
+        let (z, fit_ws) = ws.split_at_mut(zlen);
+        let mut fit = FastIcaBuf::new(d, k, model).map_err(|e| fail(e, &mut rep.error))?;
+        let info = fit
+            .fit(x, &opts, init, z, fit_ws)
+            .map_err(|e| fail(e, &mut rep.error))?;
+        rep.n_iter = info.n_iter;
+        rep.converged = i32::from(info.converged);
+        rep.last_change = info.last_change;
+        Ok(())
+    })();
+    if !report.is_null() {
+        // SAFETY: non-null `report` is writable by the caller's guarantee.
+        unsafe { *report = rep };
+    }
+    status(result)
+}
+
+/// Records where `e` happened in `rep` and converts it.
+fn fail(e: Error, rep: &mut UnmixReport) -> UnmixStatus {
+    match e {
+        Error::NonFinite { row, col } => (rep.row, rep.col) = (row, col),
+        Error::RankDeficient { rank, .. } => rep.effective_rank = rank,
+        _ => {}
+    }
+    UnmixStatus::from(e)
+}
+
+/// Sources `s` (`n x k`) of samples `x` (`n x d`) under a model from [`unmix_fastica_fit`].
+///
+/// # Safety
+/// Pointers must be valid for the lengths implied and `s` must not overlap the others.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn unmix_fastica_transform(
+    model: *const f64,
+    d: usize,
+    k: usize,
+    x: *const f64,
+    n: usize,
+    s: *mut f64,
+) -> UnmixStatus {
+    status((|| {
+        let (xl, sl) = (n.checked_mul(d), n.checked_mul(k));
+        let (Some(xl), Some(sl)) = (xl, sl) else {
+            return Err(UnmixStatus::DimensionMismatch);
+        };
+        // SAFETY: forwarded caller guarantees.
+        let (model, x, s) = unsafe {
+            (
+                input(model, ica::model_len(d, k))?,
+                input(x, xl)?,
+                output(s, sl)?,
+            )
+        };
+        let view = FastIcaView::from_parts(d, k, model, IcaInfo::default())?;
+        Ok(view.transform_rows(x, s)?)
+    })())
+}
+
+/// Samples `x` (`n x d`) from sources `s` (`n x k`): `mean + mixing * s`.
+///
+/// # Safety
+/// Pointers must be valid for the lengths implied and `x` must not overlap the others.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn unmix_fastica_inverse_transform(
+    model: *const f64,
+    d: usize,
+    k: usize,
+    s: *const f64,
+    n: usize,
+    x: *mut f64,
+) -> UnmixStatus {
+    status((|| {
+        let (xl, sl) = (n.checked_mul(d), n.checked_mul(k));
+        let (Some(xl), Some(sl)) = (xl, sl) else {
+            return Err(UnmixStatus::DimensionMismatch);
+        };
+        // SAFETY: forwarded caller guarantees.
+        let (model, s, x) = unsafe {
+            (
+                input(model, ica::model_len(d, k))?,
+                input(s, sl)?,
+                output(x, xl)?,
+            )
+        };
+        let view = FastIcaView::from_parts(d, k, model, IcaInfo::default())?;
+        Ok(view.inverse_transform_rows(s, x)?)
     })())
 }
 

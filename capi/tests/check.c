@@ -1,5 +1,6 @@
 /* Links libunmix_capi.a and checks real results: whitened data have identity covariance, the
- * inverse restores the input, and bad input gives the documented status. Static buffers only:
+ * inverse restores the input, FastICA recovers known independent sources, and bad input gives
+ * the documented status. Static buffers only:
  * this program must not need malloc, and CI checks that it imports none. */
 #include <math.h>
 #include <stdio.h>
@@ -44,6 +45,110 @@ static double max_cov_error(const double *m, size_t n, size_t k) {
             if (fabs(c) > worst) worst = fabs(c);
         }
     return worst;
+}
+
+/* ---- FastICA: three independent sources (Laplace, uniform, two-level) mixed by a fixed matrix. */
+#define K 3
+static double src[N * K], mixed[N * K], sources[N * K], restored[N * K];
+static double fmodel[64], fmodel2[64];
+static double fws[N * K + 1024];
+
+static double abs_corr(const double *a, size_t ca, const double *b, size_t cb) {
+    double ma = 0, mb = 0, sab = 0, saa = 0, sbb = 0;
+    for (size_t r = 0; r < N; r++) ma += a[r * K + ca] / N, mb += b[r * K + cb] / N;
+    for (size_t r = 0; r < N; r++) {
+        double u = a[r * K + ca] - ma, v = b[r * K + cb] - mb;
+        sab += u * v, saa += u * u, sbb += v * v;
+    }
+    return fabs(sab) / sqrt(saa * sbb);
+}
+
+/* Every true source is matched by one estimated source with |correlation| above 0.99. */
+static int recovers(const double *est) {
+    for (size_t i = 0; i < K; i++) {
+        double best = 0;
+        for (size_t j = 0; j < K; j++) best = fmax(best, abs_corr(src, i, est, j));
+        if (best < 0.99) return 0;
+    }
+    return 1;
+}
+
+static void check_fastica(void) {
+    const double a[K][K] = {{1.0, 0.6, -0.3}, {0.4, 1.0, 0.5}, {-0.2, 0.7, 1.0}};
+    for (size_t r = 0; r < N; r++) {
+        double u = uniform();
+        src[r * K + 0] = (u < 0 ? 1.0 : -1.0) * log(1.0 - 2.0 * fabs(u)); /* Laplace */
+        src[r * K + 1] = uniform();
+        src[r * K + 2] = uniform() < 0 ? -1.0 : 1.0;
+        for (size_t i = 0; i < K; i++) {
+            double v = 5.0 * (double)i;
+            for (size_t j = 0; j < K; j++) v += a[i][j] * src[r * K + j];
+            mixed[r * K + i] = v;
+        }
+    }
+    size_t mlen = unmix_fastica_model_len(K, K), wlen = unmix_fastica_workspace_len(N, K, K);
+    check(mlen <= sizeof fmodel / sizeof *fmodel, "fastica model size");
+    check(wlen <= sizeof fws / sizeof *fws, "fastica workspace size");
+
+    unmix_fastica_options o;
+    check(unmix_fastica_default_options(&o) == UNMIX_OK && o.max_iter == 200 && o.tol == 1e-4,
+          "fastica defaults");
+    o.seed = 7;
+    for (int32_t algorithm = UNMIX_PARALLEL; algorithm <= UNMIX_DEFLATION; algorithm++) {
+        for (int32_t fun = UNMIX_LOGCOSH; fun <= UNMIX_CUBE; fun++) {
+            o.algorithm = algorithm, o.fun = fun, o.tol = 1e-8;
+            unmix_fastica_report rep;
+            unmix_status st = unmix_fastica_fit(mixed, N, K, K, &o, fmodel, mlen, fws, wlen, &rep);
+            check(st == UNMIX_OK && rep.converged && rep.n_iter >= 1, "fastica fit converges");
+            check(unmix_fastica_transform(fmodel, K, K, mixed, N, sources) == UNMIX_OK,
+                  "fastica transform");
+            check(recovers(sources), "fastica recovers the sources");
+            check(max_cov_error(sources, N, K) < 1e-8, "unit-variance sources are white");
+            check(unmix_fastica_inverse_transform(fmodel, K, K, sources, N, restored) == UNMIX_OK,
+                  "fastica inverse transform");
+            double err = 0;
+            for (size_t i = 0; i < N * K; i++) err = fmax(err, fabs(restored[i] - mixed[i]));
+            check(err < 1e-9, "fastica inverse restores the input");
+        }
+    }
+    /* Same input, options and seed: the same bits. NULL options: the defaults. */
+    unmix_fastica_default_options(&o);
+    check(unmix_fastica_fit(mixed, N, K, K, NULL, fmodel, mlen, fws, wlen, NULL) == UNMIX_OK &&
+              unmix_fastica_fit(mixed, N, K, K, &o, fmodel2, mlen, fws, wlen, NULL) == UNMIX_OK &&
+              memcmp(fmodel, fmodel2, mlen * sizeof(double)) == 0,
+          "fastica is deterministic");
+    const double identity[K * K] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
+    o.w_init = identity;
+    check(unmix_fastica_fit(mixed, N, K, K, &o, fmodel, mlen, fws, wlen, NULL) == UNMIX_OK,
+          "fastica with w_init");
+
+    /* Non-convergence is reported, not an error. */
+    unmix_fastica_default_options(&o);
+    o.max_iter = 1, o.tol = 0;
+    unmix_fastica_report rep;
+    check(unmix_fastica_fit(mixed, N, K, K, &o, fmodel, mlen, fws, wlen, &rep) == UNMIX_OK &&
+              !rep.converged && rep.n_iter == 1 && rep.last_change > 0,
+          "fastica reports non-convergence");
+
+    /* Bad input. */
+    unmix_fastica_default_options(&o);
+    o.alpha = 3.0;
+    check(unmix_fastica_fit(mixed, N, K, K, &o, fmodel, mlen, fws, wlen, NULL) ==
+              UNMIX_INVALID_PARAMETER, "fastica alpha outside [1, 2]");
+    unmix_fastica_default_options(&o);
+    o.fun = 9;
+    check(unmix_fastica_fit(mixed, N, K, K, &o, fmodel, mlen, fws, wlen, NULL) ==
+              UNMIX_INVALID_PARAMETER, "fastica unknown contrast");
+    check(unmix_fastica_fit(mixed, N, K, K, NULL, fmodel, mlen, fws, N, NULL) ==
+              UNMIX_BUFFER_TOO_SMALL, "fastica small workspace");
+    check(unmix_fastica_fit(mixed, N, K, K + 1, NULL, fmodel, mlen, fws, wlen, NULL) ==
+              UNMIX_INVALID_COMPONENTS, "fastica k > d");
+    mixed[5 * K + 2] = INFINITY;
+    check(unmix_fastica_fit(mixed, N, K, K, NULL, fmodel, mlen, fws, wlen, &rep) ==
+              UNMIX_NON_FINITE && rep.error.row == 5 && rep.error.col == 2,
+          "fastica infinity located");
+    check(unmix_fastica_fit(NULL, N, K, K, NULL, fmodel, mlen, fws, wlen, NULL) == UNMIX_NULL_POINTER,
+          "fastica null data");
 }
 
 int main(void) {
@@ -114,6 +219,8 @@ int main(void) {
     st = unmix_whiten_fit(x, N, D, 2, UNMIX_PCA, 0, 0, 0, UNMIX_DEFAULT_RANK_RTOL, model,
                           sizeof model / sizeof *model, workspace, sizeof workspace / sizeof *workspace, NULL);
     check(st == UNMIX_OVERFLOW, "overflow reported");
+
+    check_fastica();
 
     printf("capi: %d passed, %d failed\n", passed, failed);
     return failed != 0;
