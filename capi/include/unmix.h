@@ -1,5 +1,5 @@
-/* unmix C API: whitening and FastICA over caller-provided buffers. No allocation, no global
- * state.
+/* unmix C API: whitening, FastICA and the metrics over caller-provided buffers. No allocation,
+ * no global state.
  *
  * Link capi/target/release/libunmix_capi.a (built by `cargo build --release` in capi/).
  * All matrices are row-major arrays of double. Every function returns an unmix_status.
@@ -7,6 +7,7 @@
 #ifndef UNMIX_H
 #define UNMIX_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -25,7 +26,8 @@ typedef enum unmix_status {
     UNMIX_RANK_DEFICIENT = 7,    /* k above the effective rank; see unmix_report.effective_rank */
     UNMIX_NO_CONVERGENCE = 8,
     UNMIX_INVALID_PARAMETER = 9,
-    UNMIX_OVERFLOW = 10          /* an intermediate result overflowed: rescale the data */
+    UNMIX_OVERFLOW = 10,         /* an intermediate result overflowed: rescale the data */
+    UNMIX_SINGLE_CLASS = 11      /* labels of one class only: AUROC is undefined */
 } unmix_status;
 
 typedef struct unmix_report {
@@ -118,6 +120,35 @@ unmix_status unmix_fastica_transform(const double *model, size_t d, size_t k, co
 /* Samples x (n x d) = mean + mixing * s, for sources s (n x k). */
 unmix_status unmix_fastica_inverse_transform(const double *model, size_t d, size_t k,
                                              const double *s, size_t n, double *x);
+
+/* ---- Metrics ---- */
+
+/* Area under the ROC curve of scores for labels (true = positive), exact with ties (scikit-learn's
+ * roc_auc_score). scratch: n uint64_t. */
+unmix_status unmix_auroc(const double *scores, const bool *labels, size_t n, uint64_t *scratch,
+                         double *result);
+
+/* Hoyer sparsity of d values (e.g. split fractions), in [0, 1]; d >= 2, not all zero. */
+unmix_status unmix_hoyer_sparsity(const double *c, size_t d, double *result);
+
+/* Amari index of the unmixing w (k x d) and the true mixing a (d x k), normalised to [0, 1].
+ * scratch: k * k doubles. */
+unmix_status unmix_amari_index(const double *w, const double *a, size_t k, size_t d,
+                               double *scratch, double *result);
+
+#define UNMIX_PEARSON 0
+#define UNMIX_SPEARMAN 1
+
+/* Workspace unmix_mcc needs: *f64_len doubles and *size_len size_t. */
+unmix_status unmix_mcc_workspace_len(size_t n, size_t d_true, size_t d_est, int32_t method,
+                                     size_t *f64_len, size_t *size_len);
+
+/* Mean |correlation| of estimate (n x d_est) against truth (n x d_true) after the matching that
+ * maximises it. pairs (d_true) receives the estimated column matched to each true column
+ * (SIZE_MAX if none). method: UNMIX_PEARSON or UNMIX_SPEARMAN. */
+unmix_status unmix_mcc(const double *truth, size_t d_true, const double *estimate, size_t d_est,
+                       size_t n, int32_t method, size_t *pairs, double *ws_f64, size_t ws_f64_len,
+                       size_t *ws_size, size_t ws_size_len, double *result);
 
 #ifdef __cplusplus
 }

@@ -1,4 +1,4 @@
-//! C ABI for the unmix core's whitening and FastICA, over caller-provided buffers.
+//! C ABI for the unmix core's whitening, FastICA and metrics, over caller-provided buffers.
 //!
 //! `#![no_std]`, no allocator, its own panic handler: if anything in the dependency graph needed
 //! `std` or `alloc`, this crate would not build, and the CI gate also checks that the linked C
@@ -12,6 +12,8 @@ use unmix::ica::{
     self, Algorithm, ContrastKind, FastIcaBuf, FastIcaOptions, FastIcaView, IcaInfo, IcaOptions,
     LogCosh, WInit, WhitenMode,
 };
+use unmix::metrics::correlation::Method as CorrelationMethod;
+use unmix::metrics::{amari_index, auroc, hoyer_sparsity, mcc};
 use unmix::moments::MomentsBuf;
 use unmix::whiten::{self, Method, Rotation, WhitenOptions, WhitenerBuf, WhitenerView};
 
@@ -41,6 +43,8 @@ pub enum UnmixStatus {
     InvalidParameter = 9,
     /// An intermediate result overflowed: rescale the data.
     Overflow = 10,
+    /// Labels of one class only: AUROC is undefined.
+    SingleClass = 11,
 }
 
 impl From<Error> for UnmixStatus {
@@ -54,6 +58,7 @@ impl From<Error> for UnmixStatus {
             Error::RankDeficient { .. } => Self::RankDeficient,
             Error::NoConvergence { .. } => Self::NoConvergence,
             Error::Overflow => Self::Overflow,
+            Error::SingleClass => Self::SingleClass,
             _ => Self::InvalidParameter,
         }
     }
@@ -504,6 +509,179 @@ pub unsafe extern "C" fn unmix_fastica_inverse_transform(
         let view = FastIcaView::from_parts(d, k, model, IcaInfo::default())?;
         Ok(view.inverse_transform_rows(s, x)?)
     })())
+}
+
+/// Writes `value` to `out` after a successful metric.
+///
+/// # Safety
+/// `out` must be null or valid for a write.
+unsafe fn put(out: *mut f64, value: Result<f64, UnmixStatus>) -> UnmixStatus {
+    match value {
+        Ok(v) if !out.is_null() => {
+            // SAFETY: non-null `out` is writable by the caller's guarantee.
+            unsafe { *out = v };
+            UnmixStatus::Ok
+        }
+        Ok(_) => UnmixStatus::NullPointer,
+        Err(e) => e,
+    }
+}
+
+/// Area under the ROC curve of `scores` for `labels` (true = positive), exact with ties
+/// (scikit-learn's `roc_auc_score`), into `*result`. `scratch` holds `n` `uint64_t`s.
+///
+/// # Safety
+/// `scores` and `labels` must be valid for `n` reads, `scratch` for `n` writes, `result` for one;
+/// `labels` are C `bool`s (0 or 1).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn unmix_auroc(
+    scores: *const f64,
+    labels: *const bool,
+    n: usize,
+    scratch: *mut u64,
+    result: *mut f64,
+) -> UnmixStatus {
+    let value = (|| {
+        if labels.is_null() || scratch.is_null() {
+            return Err(UnmixStatus::NullPointer);
+        }
+        // SAFETY: forwarded caller guarantees; C's bool has Rust's bool layout and values.
+        let (scores, labels, scratch) = unsafe {
+            (
+                input(scores, n)?,
+                slice::from_raw_parts(labels, n),
+                slice::from_raw_parts_mut(scratch, n),
+            )
+        };
+        Ok(auroc(scores, labels, scratch)?)
+    })();
+    // SAFETY: forwarded caller guarantee on `result`.
+    unsafe { put(result, value) }
+}
+
+/// Hoyer sparsity of `c` (`d` values, e.g. split fractions), in [0, 1], into `*result`.
+///
+/// # Safety
+/// `c` must be valid for `d` reads, `result` for one write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn unmix_hoyer_sparsity(
+    c: *const f64,
+    d: usize,
+    result: *mut f64,
+) -> UnmixStatus {
+    // SAFETY: forwarded caller guarantees.
+    let value = unsafe { input(c, d) }.and_then(|c| Ok(hoyer_sparsity(c)?));
+    // SAFETY: forwarded caller guarantee on `result`.
+    unsafe { put(result, value) }
+}
+
+/// Amari index of the unmixing `w` (`k x d`) and the true mixing `a` (`d x k`), normalised to
+/// [0, 1], into `*result`. `scratch` holds `k * k` doubles.
+///
+/// # Safety
+/// Pointers must be valid for the lengths implied; `scratch` must not overlap the others.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn unmix_amari_index(
+    w: *const f64,
+    a: *const f64,
+    k: usize,
+    d: usize,
+    scratch: *mut f64,
+    result: *mut f64,
+) -> UnmixStatus {
+    let value = (|| {
+        let (Some(kd), Some(kk)) = (k.checked_mul(d), k.checked_mul(k)) else {
+            return Err(UnmixStatus::DimensionMismatch);
+        };
+        // SAFETY: forwarded caller guarantees.
+        let (w, a, p) = unsafe { (input(w, kd)?, input(a, kd)?, output(scratch, kk)?) };
+        Ok(amari_index(w, a, k, d, p)?)
+    })();
+    // SAFETY: forwarded caller guarantee on `result`.
+    unsafe { put(result, value) }
+}
+
+/// Workspace [`unmix_mcc`] needs: `*f64_len` doubles and `*size_len` `size_t`s. `method`: 0
+/// Pearson, 1 Spearman.
+///
+/// # Safety
+/// `f64_len` and `size_len` must be valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn unmix_mcc_workspace_len(
+    n: usize,
+    d_true: usize,
+    d_est: usize,
+    method: i32,
+    f64_len: *mut usize,
+    size_len: *mut usize,
+) -> UnmixStatus {
+    let Ok(method) = correlation_method(method) else {
+        return UnmixStatus::InvalidParameter;
+    };
+    if f64_len.is_null() || size_len.is_null() {
+        return UnmixStatus::NullPointer;
+    }
+    let (f, u) = mcc::workspace_len(n, d_true, d_est, method);
+    // SAFETY: non-null and writable by the caller's guarantee.
+    unsafe { (*f64_len, *size_len) = (f, u) };
+    UnmixStatus::Ok
+}
+
+fn correlation_method(method: i32) -> Result<CorrelationMethod, UnmixStatus> {
+    match method {
+        0 => Ok(CorrelationMethod::Pearson),
+        1 => Ok(CorrelationMethod::Spearman),
+        _ => Err(UnmixStatus::InvalidParameter),
+    }
+}
+
+/// Mean correlation coefficient of `estimate` (`n x d_est`) against `truth` (`n x d_true`): the
+/// mean |correlation| after the matching that maximises it, into `*result`; `pairs` (`d_true`)
+/// receives the estimated column matched to each true column (`SIZE_MAX` if none). `method`: 0
+/// Pearson, 1 Spearman. Workspace sizes from [`unmix_mcc_workspace_len`].
+///
+/// # Safety
+/// Pointers must be valid for the lengths given or implied, and the outputs must not overlap.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn unmix_mcc(
+    truth: *const f64,
+    d_true: usize,
+    estimate: *const f64,
+    d_est: usize,
+    n: usize,
+    method: i32,
+    pairs: *mut usize,
+    ws_f64: *mut f64,
+    ws_f64_len: usize,
+    ws_size: *mut usize,
+    ws_size_len: usize,
+    result: *mut f64,
+) -> UnmixStatus {
+    let value = (|| {
+        let method = correlation_method(method)?;
+        let (Some(lt), Some(le)) = (n.checked_mul(d_true), n.checked_mul(d_est)) else {
+            return Err(UnmixStatus::DimensionMismatch);
+        };
+        if pairs.is_null() || ws_size.is_null() {
+            return Err(UnmixStatus::NullPointer);
+        }
+        // SAFETY: forwarded caller guarantees (null pointers rejected above and in `input`).
+        let (truth, estimate, wf, pairs, wu) = unsafe {
+            (
+                input(truth, lt)?,
+                input(estimate, le)?,
+                output(ws_f64, ws_f64_len)?,
+                slice::from_raw_parts_mut(pairs, d_true),
+                slice::from_raw_parts_mut(ws_size, ws_size_len),
+            )
+        };
+        Ok(mcc::mcc(
+            truth, d_true, estimate, d_est, method, pairs, wf, wu,
+        )?)
+    })();
+    // SAFETY: forwarded caller guarantee on `result`.
+    unsafe { put(result, value) }
 }
 
 #[panic_handler]

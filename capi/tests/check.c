@@ -1,6 +1,7 @@
 /* Links libunmix_capi.a and checks real results: whitened data have identity covariance, the
- * inverse restores the input, FastICA recovers known independent sources, and bad input gives
- * the documented status. Static buffers only:
+ * inverse restores the input, FastICA recovers known independent sources (scored by the C API's
+ * own MCC and Amari index too), the metrics match hand-computed values, and bad input gives the
+ * documented status. Static buffers only:
  * this program must not need malloc, and CI checks that it imports none. */
 #include <math.h>
 #include <stdio.h>
@@ -143,12 +144,87 @@ static void check_fastica(void) {
               UNMIX_BUFFER_TOO_SMALL, "fastica small workspace");
     check(unmix_fastica_fit(mixed, N, K, K + 1, NULL, fmodel, mlen, fws, wlen, NULL) ==
               UNMIX_INVALID_COMPONENTS, "fastica k > d");
+    double kept = mixed[5 * K + 2];
     mixed[5 * K + 2] = INFINITY;
     check(unmix_fastica_fit(mixed, N, K, K, NULL, fmodel, mlen, fws, wlen, &rep) ==
               UNMIX_NON_FINITE && rep.error.row == 5 && rep.error.col == 2,
           "fastica infinity located");
+    mixed[5 * K + 2] = kept;
     check(unmix_fastica_fit(NULL, N, K, K, NULL, fmodel, mlen, fws, wlen, NULL) == UNMIX_NULL_POINTER,
           "fastica null data");
+}
+
+/* ---- Metrics. */
+static double mcc_f64[1 << 16];
+static size_t mcc_size[1 << 14];
+static uint64_t auroc_scratch[N];
+
+static void check_metrics(void) {
+    /* AUROC: positives score 1 and 3, negatives 2 and 4: a positive is above a negative in 1 of
+     * the 4 pairs, 0.25. Then positives 1, 3 against negatives 3, 0: 1 + 1 + a tie's 0.5 of 4. */
+    const double s1[4] = {1, 2, 3, 4};
+    const bool l1[4] = {true, false, true, false};
+    double v = -1;
+    check(unmix_auroc(s1, l1, 4, auroc_scratch, &v) == UNMIX_OK && v == 0.25, "auroc");
+    const double s2[4] = {1, 3, 3, 0};
+    check(unmix_auroc(s2, l1, 4, auroc_scratch, &v) == UNMIX_OK && v == 0.625, "auroc with a tie");
+    const bool one_class[4] = {true, true, true, true};
+    check(unmix_auroc(s1, one_class, 4, auroc_scratch, &v) == UNMIX_SINGLE_CLASS, "auroc one class");
+    check(unmix_auroc(s1, l1, 4, auroc_scratch, NULL) == UNMIX_NULL_POINTER, "auroc null result");
+
+    /* Hoyer: one-hot is 1, uniform is 0; (3, 1, 0, 0): (2 - 4 / sqrt(10)) / (2 - 1). */
+    const double onehot[4] = {0, 5, 0, 0}, flat[4] = {2, 2, 2, 2}, some[4] = {3, 1, 0, 0};
+    check(unmix_hoyer_sparsity(onehot, 4, &v) == UNMIX_OK && v == 1.0, "hoyer one-hot");
+    check(unmix_hoyer_sparsity(flat, 4, &v) == UNMIX_OK && v == 0.0, "hoyer uniform");
+    check(unmix_hoyer_sparsity(some, 4, &v) == UNMIX_OK && fabs(v - (2 - 4 / sqrt(10))) < 1e-15,
+          "hoyer value");
+    check(unmix_hoyer_sparsity(some, 1, &v) == UNMIX_INVALID_COMPONENTS, "hoyer d = 1");
+
+    /* Amari: 0 for W = P D A^-1, and the classic value for W = I, A = [[1, 2], [3, 4]]. */
+    double scratch[K * K];
+    const double a2[4] = {1, 2, 3, 4}, i2[4] = {1, 0, 0, 1};
+    const double w2[4] = {3, -1, 2, -1}; /* rows of A^-1 swapped, scaled by 2 and -1 */
+    check(unmix_amari_index(i2, a2, 2, 2, scratch, &v) == UNMIX_OK && fabs(v - 0.5208333333333333) < 1e-15,
+          "amari value");
+    check(unmix_amari_index(w2, a2, 2, 2, scratch, &v) == UNMIX_OK && fabs(v) < 1e-15,
+          "amari of a scaled permuted inverse");
+
+    /* MCC (Pearson) of FastICA's sources against the true ones: above 0.99, one pair per source;
+     * the raw mixtures score lower. */
+    size_t fl, sl, pairs[K];
+    check(unmix_mcc_workspace_len(N, K, K, UNMIX_PEARSON, &fl, &sl) == UNMIX_OK &&
+              fl <= sizeof mcc_f64 / sizeof *mcc_f64 && sl <= sizeof mcc_size / sizeof *mcc_size,
+          "mcc workspace");
+    check(unmix_fastica_fit(mixed, N, K, K, NULL, fmodel, unmix_fastica_model_len(K, K), fws,
+                            unmix_fastica_workspace_len(N, K, K), NULL) == UNMIX_OK &&
+              unmix_fastica_transform(fmodel, K, K, mixed, N, sources) == UNMIX_OK,
+          "fastica for mcc");
+    check(unmix_mcc(src, K, sources, K, N, UNMIX_PEARSON, pairs, mcc_f64, fl, mcc_size, sl, &v) ==
+                  UNMIX_OK &&
+              v > 0.99 && pairs[0] != pairs[1] && pairs[1] != pairs[2] && pairs[0] != pairs[2],
+          "mcc of fastica's sources");
+    check(unmix_mcc(src, K, mixed, K, N, UNMIX_PEARSON, pairs, mcc_f64, fl, mcc_size, sl, &v) ==
+                  UNMIX_OK && v < 0.99,
+          "mcc of the mixtures is lower");
+    /* MCC (Spearman) is 1 under strictly increasing maps and a permutation, which it reports. */
+    for (size_t r = 0; r < N; r++)
+        for (size_t j = 0; j < K; j++) {
+            double t = src[r * K + (j + 1) % K];
+            restored[r * K + j] = t * t * t + 2.0 * t;
+        }
+    check(unmix_mcc_workspace_len(N, K, K, UNMIX_SPEARMAN, &fl, &sl) == UNMIX_OK &&
+              fl <= sizeof mcc_f64 / sizeof *mcc_f64 && sl <= sizeof mcc_size / sizeof *mcc_size,
+          "mcc spearman workspace");
+    check(unmix_mcc(src, K, restored, K, N, UNMIX_SPEARMAN, pairs, mcc_f64, fl, mcc_size, sl, &v) ==
+                  UNMIX_OK && fabs(v - 1.0) < 1e-12 && pairs[0] == 2 && pairs[1] == 0 && pairs[2] == 1,
+          "mcc spearman under monotone maps");
+    /* Amari of FastICA's unmixing (components, after the mean and whitening) against A. */
+    const double a[K * K] = {1.0, 0.6, -0.3, 0.4, 1.0, 0.5, -0.2, 0.7, 1.0};
+    const double *components = fmodel + unmix_whiten_model_len(K, K) + K * K;
+    check(unmix_amari_index(components, a, K, K, scratch, &v) == UNMIX_OK && v < 0.05,
+          "amari of fastica's components");
+    check(unmix_mcc(src, K, sources, K, N, 5, pairs, mcc_f64, fl, mcc_size, sl, &v) ==
+              UNMIX_INVALID_PARAMETER, "mcc unknown method");
 }
 
 int main(void) {
@@ -221,6 +297,7 @@ int main(void) {
     check(st == UNMIX_OVERFLOW, "overflow reported");
 
     check_fastica();
+    check_metrics();
 
     printf("capi: %d passed, %d failed\n", passed, failed);
     return failed != 0;
