@@ -102,12 +102,13 @@ unmix_status unmix_fastica_default_options(unmix_fastica_options *options);
  * components (k x d) and mixing (d x k). */
 size_t unmix_fastica_model_len(size_t d, size_t k);
 
-/* Doubles of workspace unmix_fastica_fit needs for n samples, d -> k (SIZE_MAX on overflow). */
+/* Doubles of workspace unmix_fastica_fit needs for n samples, d -> k: the whitened samples, the
+ * model being fitted and the fit's scratch (SIZE_MAX on overflow). */
 size_t unmix_fastica_workspace_len(size_t n, size_t d, size_t k);
 
 /* Fits on n x d samples x, keeping k components. options NULL means the defaults. The model is
- * written on success, also when the iterations did not converge (report->converged == 0).
- * report may be NULL. */
+ * written only on success, which includes iterations that did not converge
+ * (report->converged == 0); a failed fit leaves it as it was. report may be NULL. */
 unmix_status unmix_fastica_fit(const double *x, size_t n, size_t d, size_t k,
                                const unmix_fastica_options *options, double *model,
                                size_t model_len, double *workspace, size_t workspace_len,

@@ -360,18 +360,19 @@ pub extern "C" fn unmix_fastica_model_len(d: usize, k: usize) -> usize {
 }
 
 /// `double`s of workspace [`unmix_fastica_fit`] needs for `n` samples, `d -> k` (it holds the
-/// whitened samples, `n x k`); `SIZE_MAX` if that overflows.
+/// whitened samples, `n x k`, and the model being fitted); `SIZE_MAX` if that overflows.
 #[unsafe(no_mangle)]
 pub extern "C" fn unmix_fastica_workspace_len(n: usize, d: usize, k: usize) -> usize {
     n.checked_mul(k)
+        .and_then(|z| z.checked_add(ica::model_len(d, k)))
         .and_then(|z| z.checked_add(ica::fit_workspace_len(d, k)))
         .unwrap_or(usize::MAX)
 }
 
 /// Fits FastICA on `n x d` row-major samples `x`, keeping `k` components, as scikit-learn's
 /// `FastICA(whiten_solver="eigh")`. `options` null means the defaults. The model is written to
-/// `model` (`model_len >= unmix_fastica_model_len(d, k)`) on success, also when the iterations
-/// did not converge (`report->converged == 0`). `report` may be null.
+/// `model` (`model_len >= unmix_fastica_model_len(d, k)`) only on success, which includes
+/// iterations that did not converge (`report->converged == 0`). `report` may be null.
 ///
 /// # Safety
 /// Pointers must be valid for the lengths given (`x`: `n * d` reads; `options->w_init`, if not
@@ -418,15 +419,22 @@ pub unsafe extern "C" fn unmix_fastica_fit(
             w_init = unsafe { input(o.w_init, kk)? };
             WInit::Matrix(w_init)
         };
-        let zlen = n.checked_mul(k).ok_or(UnmixStatus::DimensionMismatch)?;
-        if ws.len() < zlen {
+        let (zlen, mlen) = (
+            n.checked_mul(k).ok_or(UnmixStatus::DimensionMismatch)?,
+            ica::model_len(d, k),
+        );
+        if ws.len() < zlen + mlen || model.len() < mlen {
             return Err(UnmixStatus::BufferTooSmall);
         }
-        let (z, fit_ws) = ws.split_at_mut(zlen);
-        let mut fit = FastIcaBuf::new(d, k, model).map_err(|e| fail(e, &mut rep.error))?;
+        // Fit into the workspace and copy on success, so that a failed fit leaves `model` as it
+        // was.
+        let (z, rest) = ws.split_at_mut(zlen);
+        let (scratch_model, fit_ws) = rest.split_at_mut(mlen);
+        let mut fit = FastIcaBuf::new(d, k, scratch_model).map_err(|e| fail(e, &mut rep.error))?;
         let info = fit
             .fit(x, &opts, init, z, fit_ws)
             .map_err(|e| fail(e, &mut rep.error))?;
+        model[..mlen].copy_from_slice(scratch_model);
         rep.n_iter = info.n_iter;
         rep.converged = i32::from(info.converged);
         rep.last_change = info.last_change;

@@ -52,7 +52,7 @@ static double max_cov_error(const double *m, size_t n, size_t k) {
 #define K 3
 static double src[N * K], mixed[N * K], sources[N * K], restored[N * K];
 static double fmodel[64], fmodel2[64];
-static double fws[N * K + 1024];
+static double fws[N * K + 2048];
 
 static double abs_corr(const double *a, size_t ca, const double *b, size_t cb) {
     double ma = 0, mb = 0, sab = 0, saa = 0, sbb = 0;
@@ -146,9 +146,11 @@ static void check_fastica(void) {
               UNMIX_INVALID_COMPONENTS, "fastica k > d");
     double kept = mixed[5 * K + 2];
     mixed[5 * K + 2] = INFINITY;
+    memcpy(fmodel2, fmodel, sizeof fmodel);
     check(unmix_fastica_fit(mixed, N, K, K, NULL, fmodel, mlen, fws, wlen, &rep) ==
               UNMIX_NON_FINITE && rep.error.row == 5 && rep.error.col == 2,
           "fastica infinity located");
+    check(memcmp(fmodel, fmodel2, sizeof fmodel) == 0, "a failed fastica fit leaves the model alone");
     mixed[5 * K + 2] = kept;
     check(unmix_fastica_fit(NULL, N, K, K, NULL, fmodel, mlen, fws, wlen, NULL) == UNMIX_NULL_POINTER,
           "fastica null data");
