@@ -82,10 +82,11 @@ pub extern "C" fn unmix_whiten_model_len(d: usize, k: usize) -> usize {
     whiten::storage_len(d, k)
 }
 
-/// `double`s of workspace [`unmix_whiten_fit`] needs for `d -> k`.
+/// `double`s of workspace [`unmix_whiten_fit`] needs for `d -> k` (the moments, the model being
+/// fitted and the eigensolver's scratch).
 #[unsafe(no_mangle)]
 pub extern "C" fn unmix_whiten_workspace_len(d: usize, k: usize) -> usize {
-    MomentsBuf::buffer_len(d) + whiten::workspace_len(d, k)
+    MomentsBuf::buffer_len(d) + whiten::storage_len(d, k) + whiten::workspace_len(d, k)
 }
 
 /// # Safety
@@ -166,15 +167,22 @@ pub unsafe extern "C" fn unmix_whiten_fit(
             ddof,
             rank_rtol,
         };
-        let split = MomentsBuf::buffer_len(d).min(ws.len());
-        let (mbuf, wbuf) = ws.split_at_mut(split);
+        // Fit into the workspace and copy on success, so that a failed fit leaves `model` as it
+        // was.
+        let (mlen, slen) = (MomentsBuf::buffer_len(d), whiten::storage_len(d, k));
+        if ws.len() < mlen + slen || model.len() < slen {
+            return Err(UnmixStatus::BufferTooSmall);
+        }
+        let (mbuf, rest) = ws.split_at_mut(mlen);
+        let (scratch_model, wbuf) = rest.split_at_mut(slen);
         let mut moments = MomentsBuf::new(d, mbuf).map_err(|e| fail(e, &mut rep))?;
         moments.accumulate(x).map_err(|e| fail(e, &mut rep))?;
-        let mut w = WhitenerBuf::new(d, k, model).map_err(|e| fail(e, &mut rep))?;
+        let mut w = WhitenerBuf::new(d, k, scratch_model).map_err(|e| fail(e, &mut rep))?;
         let info = w
             .fit(moments.as_ref(), &opts, wbuf)
             .map_err(|e| fail(e, &mut rep))?;
         rep.effective_rank = info.effective_rank;
+        model[..slen].copy_from_slice(scratch_model);
         Ok(())
     })();
     if !report.is_null() {

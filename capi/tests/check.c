@@ -277,6 +277,7 @@ int main(void) {
     st = unmix_whiten_fit(x, N, D, D, UNMIX_PCA, 0, 0, 0, UNMIX_DEFAULT_RANK_RTOL, model,
                           sizeof model / sizeof *model, workspace, sizeof workspace / sizeof *workspace, &rep);
     check(st == UNMIX_RANK_DEFICIENT && rep.effective_rank == 4, "rank deficiency reported");
+    check(model[0] == saved, "a rank-deficient fit leaves the model alone");
     st = unmix_whiten_fit(x, N, D, 0, UNMIX_PCA, 0, 0, 0, UNMIX_DEFAULT_RANK_RTOL, model,
                           sizeof model / sizeof *model, workspace, sizeof workspace / sizeof *workspace, NULL);
     check(st == UNMIX_INVALID_COMPONENTS, "k = 0");
