@@ -192,6 +192,38 @@ pub unsafe extern "C" fn unmix_whiten_fit(
     status(result)
 }
 
+/// The shared body of the transforms: checks the sizes, borrows `model` (`model_len` doubles),
+/// `n` input rows of width `in_w` and `n` output rows of width `out_w`, and runs `f` on them.
+///
+/// # Safety
+/// Pointers must be null or valid for the lengths implied, and `out` must not overlap the others.
+#[allow(clippy::too_many_arguments)]
+unsafe fn map_rows(
+    model: *const f64,
+    model_len: usize,
+    rows_in: *const f64,
+    in_w: usize,
+    n: usize,
+    rows_out: *mut f64,
+    out_w: usize,
+    f: impl FnOnce(&[f64], &[f64], &mut [f64]) -> Result<(), Error>,
+) -> UnmixStatus {
+    status((|| {
+        let (Some(il), Some(ol)) = (n.checked_mul(in_w), n.checked_mul(out_w)) else {
+            return Err(UnmixStatus::DimensionMismatch);
+        };
+        // SAFETY: forwarded caller guarantees.
+        let (model, rows_in, rows_out) = unsafe {
+            (
+                input(model, model_len)?,
+                input(rows_in, il)?,
+                output(rows_out, ol)?,
+            )
+        };
+        Ok(f(model, rows_in, rows_out)?)
+    })())
+}
+
 /// Whitens `n` rows of `x` (`n x d`) into `z` (`n x k`) with a model from [`unmix_whiten_fit`].
 ///
 /// # Safety
@@ -205,22 +237,19 @@ pub unsafe extern "C" fn unmix_whiten_transform(
     n: usize,
     z: *mut f64,
 ) -> UnmixStatus {
-    status((|| {
-        let (xl, zl) = (n.checked_mul(d), n.checked_mul(k));
-        let (Some(xl), Some(zl)) = (xl, zl) else {
-            return Err(UnmixStatus::DimensionMismatch);
-        };
-        // SAFETY: forwarded caller guarantees.
-        let (model, x, z) = unsafe {
-            (
-                input(model, whiten::storage_len(d, k))?,
-                input(x, xl)?,
-                output(z, zl)?,
-            )
-        };
-        let view = WhitenerView::from_parts(d, k, model)?;
-        Ok(view.transform_rows(x, z)?)
-    })())
+    // SAFETY: forwarded caller guarantees.
+    unsafe {
+        map_rows(
+            model,
+            whiten::storage_len(d, k),
+            x,
+            d,
+            n,
+            z,
+            k,
+            |m, x, z| WhitenerView::from_parts(d, k, m)?.transform_rows(x, z),
+        )
+    }
 }
 
 /// Maps `n` whitened rows `z` (`n x k`) back to `x` (`n x d`).
@@ -236,22 +265,19 @@ pub unsafe extern "C" fn unmix_whiten_inverse_transform(
     n: usize,
     x: *mut f64,
 ) -> UnmixStatus {
-    status((|| {
-        let (xl, zl) = (n.checked_mul(d), n.checked_mul(k));
-        let (Some(xl), Some(zl)) = (xl, zl) else {
-            return Err(UnmixStatus::DimensionMismatch);
-        };
-        // SAFETY: forwarded caller guarantees.
-        let (model, z, x) = unsafe {
-            (
-                input(model, whiten::storage_len(d, k))?,
-                input(z, zl)?,
-                output(x, xl)?,
-            )
-        };
-        let view = WhitenerView::from_parts(d, k, model)?;
-        Ok(view.inverse_transform_rows(z, x)?)
-    })())
+    // SAFETY: forwarded caller guarantees.
+    unsafe {
+        map_rows(
+            model,
+            whiten::storage_len(d, k),
+            z,
+            k,
+            n,
+            x,
+            d,
+            |m, z, x| WhitenerView::from_parts(d, k, m)?.inverse_transform_rows(z, x),
+        )
+    }
 }
 
 /// FastICA's options, scikit-learn's names (`UNMIX_*` constants in the header). Fill with
@@ -478,22 +504,12 @@ pub unsafe extern "C" fn unmix_fastica_transform(
     n: usize,
     s: *mut f64,
 ) -> UnmixStatus {
-    status((|| {
-        let (xl, sl) = (n.checked_mul(d), n.checked_mul(k));
-        let (Some(xl), Some(sl)) = (xl, sl) else {
-            return Err(UnmixStatus::DimensionMismatch);
-        };
-        // SAFETY: forwarded caller guarantees.
-        let (model, x, s) = unsafe {
-            (
-                input(model, ica::model_len(d, k))?,
-                input(x, xl)?,
-                output(s, sl)?,
-            )
-        };
-        let view = FastIcaView::from_parts(d, k, model, IcaInfo::default())?;
-        Ok(view.transform_rows(x, s)?)
-    })())
+    // SAFETY: forwarded caller guarantees.
+    unsafe {
+        map_rows(model, ica::model_len(d, k), x, d, n, s, k, |m, x, s| {
+            FastIcaView::from_parts(d, k, m, IcaInfo::default())?.transform_rows(x, s)
+        })
+    }
 }
 
 /// Samples `x` (`n x d`) from sources `s` (`n x k`): `mean + mixing * s`.
@@ -509,22 +525,12 @@ pub unsafe extern "C" fn unmix_fastica_inverse_transform(
     n: usize,
     x: *mut f64,
 ) -> UnmixStatus {
-    status((|| {
-        let (xl, sl) = (n.checked_mul(d), n.checked_mul(k));
-        let (Some(xl), Some(sl)) = (xl, sl) else {
-            return Err(UnmixStatus::DimensionMismatch);
-        };
-        // SAFETY: forwarded caller guarantees.
-        let (model, s, x) = unsafe {
-            (
-                input(model, ica::model_len(d, k))?,
-                input(s, sl)?,
-                output(x, xl)?,
-            )
-        };
-        let view = FastIcaView::from_parts(d, k, model, IcaInfo::default())?;
-        Ok(view.inverse_transform_rows(s, x)?)
-    })())
+    // SAFETY: forwarded caller guarantees.
+    unsafe {
+        map_rows(model, ica::model_len(d, k), s, k, n, x, d, |m, s, x| {
+            FastIcaView::from_parts(d, k, m, IcaInfo::default())?.inverse_transform_rows(s, x)
+        })
+    }
 }
 
 /// Writes `value` to `out` after a successful metric.
