@@ -18,16 +18,18 @@ pub(crate) fn unmix_block(w: &[f64], k: usize, z: &[f64], y: &mut [f64], stride:
     let lanes = n.div_ceil(LANES) * LANES;
     let mut i = 0;
     while i < k {
-        match k - i {
-            1 => unmix_tile::<1>(w, k, i, z, y, stride, lanes),
-            2 | 3 => unmix_tile::<2>(w, k, i, z, y, stride, lanes),
-            _ => unmix_tile::<4>(w, k, i, z, y, stride, lanes),
-        }
-        i += match k - i {
+        // Tiles of four output rows, then two, then one.
+        let rows = match k - i {
             1 => 1,
             2 | 3 => 2,
             _ => 4,
         };
+        match rows {
+            1 => unmix_tile::<1>(w, k, i, z, y, stride, lanes),
+            2 => unmix_tile::<2>(w, k, i, z, y, stride, lanes),
+            _ => unmix_tile::<4>(w, k, i, z, y, stride, lanes),
+        }
+        i += rows;
     }
 }
 
