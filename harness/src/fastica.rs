@@ -42,15 +42,15 @@ impl<'a, T: Float> ThreadPasses<'a, T> {
 }
 
 /// One pass of `$stats` over the chunks of `$passes.z` on the pool, merged into `$into` in chunk
-/// order. Rounds of a few chunks per thread bound the memory for statistics (large at k = 768)
-/// while the pool keeps the threads between rounds and passes. (A macro because each statistics
-/// type borrows its per-chunk buffer.)
+/// order. Rounds of one chunk per thread bound the memory for statistics (15 MB a buffer at
+/// k = 768) while the pool keeps the threads between rounds and passes. (A macro because each
+/// statistics type borrows its per-chunk buffer.)
 macro_rules! chunked_pass {
     ($passes:expr, $stats:ident, $into:expr, |$s:ident, $rows:ident| $accumulate:expr) => {{
         use rayon::prelude::*;
         let k = $passes.k;
         let chunks: Vec<&[T]> = $passes.z.chunks(CHUNK * k).collect();
-        let round = (4 * $passes.threads).min(chunks.len()).max(1);
+        let round = $passes.threads.min(chunks.len()).max(1);
         let mut bufs: Vec<Vec<f64>> = (0..round)
             .map(|_| vec![0.0; $stats::buffer_len(k)])
             .collect();
