@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use unmix::Float;
 use unmix::ica::{
     self, Algorithm, CHUNK, ContrastKind, Executor, FastIcaBuf, FastIcaOptions, FastIcaView,
-    IcaInfo, Pass, Portable, Rows, WInit, WhitenMode,
+    IcaInfo, Pass, Rows, WInit, WhitenMode,
 };
 use unmix::whiten::WhitenerView;
 
@@ -189,12 +189,13 @@ pub fn fit<T: Float + Send + Sync + serde::Serialize>(
     let mut storage = vec![T::ZERO; ica::model_len(d, k)];
     let mut model = FastIcaBuf::new(d, k, &mut storage)?;
     let mut staging = vec![T::ZERO; ica::model_len(d, k)];
-    let mut ws = vec![0.0; ica::fit_workspace_len(d, k)];
+    let kernel = crate::simd::CliKernel::for_this_cpu();
+    let mut ws = vec![0.0; ica::fit_workspace_len_with(d, k, kernel)];
     let mut exec = PoolExecutor::new(&x.data, d, &pool);
     let info = model
         .fit_with(
             &mut exec,
-            Portable,
+            kernel,
             opts,
             job.init,
             &mut staging,

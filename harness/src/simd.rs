@@ -8,6 +8,7 @@
 //! checks that both give the same bytes.
 
 use std::sync::OnceLock;
+use unmix::ica::{Kernel, Portable};
 
 /// Runs `f`, compiled for AVX2 when this CPU supports it (and `UNMIX_SIMD` is not `portable`),
 /// else as compiled.
@@ -30,7 +31,7 @@ pub fn fastest<R>(f: impl FnOnce() -> R) -> R {
 pub fn uses_avx2() -> bool {
     static AVX2: OnceLock<bool> = OnceLock::new();
     *AVX2.get_or_init(|| {
-        let portable = std::env::var("UNMIX_SIMD").is_ok_and(|v| v == "portable");
+        let portable = portable_requested();
         #[cfg(target_arch = "x86_64")]
         {
             !portable && std::arch::is_x86_feature_detected!("avx2")
@@ -47,4 +48,113 @@ pub fn uses_avx2() -> bool {
 #[target_feature(enable = "avx2")]
 fn avx2<R>(f: impl FnOnce() -> R) -> R {
     f()
+}
+
+/// Below this many components the core's register-blocked kernel beats a GEMM, whose packing
+/// of both operands costs more than it saves on `k x k` by 64 products.
+pub const GEMM_MIN_K: usize = 16;
+
+/// The pass products the CLI uses: matrixmultiply's `dgemm` (cache-blocked, with kernels for
+/// AVX, FMA and AVX-512 picked at run time) from [`GEMM_MIN_K`] components up, the core's
+/// [`Portable`] kernel below that or with `UNMIX_SIMD=portable`.
+///
+/// Fused multiply-adds and a different summation order change the last bits, so results then
+/// differ from the portable build's (by about 1e-15 relative per product; `tests/simd.rs` checks
+/// that every cross-check fixture agrees to 1e-12). They never depend on the thread count: each
+/// block is one product in a fixed order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CliKernel {
+    /// The core's kernel: the no_std core's bits.
+    Portable,
+    /// `dgemm` for `k >= GEMM_MIN_K`.
+    Gemm,
+}
+
+impl CliKernel {
+    /// The fastest kernel for this CPU, or [`CliKernel::Portable`] with `UNMIX_SIMD=portable`.
+    pub fn for_this_cpu() -> Self {
+        if portable_requested() {
+            Self::Portable
+        } else {
+            Self::Gemm
+        }
+    }
+}
+
+fn portable_requested() -> bool {
+    static PORTABLE: OnceLock<bool> = OnceLock::new();
+    *PORTABLE.get_or_init(|| std::env::var("UNMIX_SIMD").is_ok_and(|v| v == "portable"))
+}
+
+/// Rows per block for the GEMM: 256 x k blocks of `z` and `g(y)` (at most 512 KB each at
+/// k = 256) stay in the L2 cache while amortising the packing of `W` over 256 rows.
+const GEMM_BLOCK_ROWS: usize = 256;
+
+impl Kernel for CliKernel {
+    fn block_rows(&self, k: usize) -> usize {
+        if *self == Self::Portable || k < GEMM_MIN_K {
+            Portable.block_rows(k)
+        } else {
+            GEMM_BLOCK_ROWS
+        }
+    }
+    #[inline(always)]
+    fn unmix_block(&self, w: &[f64], k: usize, z: &[f64], y: &mut [f64], stride: usize, n: usize) {
+        if *self == Self::Portable || k < GEMM_MIN_K || n == 0 {
+            return Portable.unmix_block(w, k, z, y, stride, n);
+        }
+        // Bounds that make the raw reads and writes below stay inside the slices.
+        let (w, z) = (&w[..k * k], &z[..(k - 1) * stride + n]);
+        let y = &mut y[..(k - 1) * stride + n];
+        // SAFETY: A = w is k x k (row stride k), B = z is k x n (row stride `stride`), C = y is
+        // k x n (row stride `stride`): every element touched lies in the slices checked above,
+        // and C does not alias A or B (distinct borrows).
+        unsafe {
+            matrixmultiply::dgemm(
+                k,
+                k,
+                n,
+                1.0,
+                w.as_ptr(),
+                k as isize,
+                1,
+                z.as_ptr(),
+                stride as isize,
+                1,
+                0.0,
+                y.as_mut_ptr(),
+                stride as isize,
+                1,
+            );
+        }
+    }
+    #[inline(always)]
+    fn gram_block(&self, g: &[f64], z: &[f64], k: usize, stride: usize, n: usize, out: &mut [f64]) {
+        if *self == Self::Portable || k < GEMM_MIN_K || n == 0 {
+            return Portable.gram_block(g, z, k, stride, n, out);
+        }
+        let (g, z) = (&g[..(k - 1) * stride + n], &z[..(k - 1) * stride + n]);
+        let out = &mut out[..k * k];
+        // SAFETY: A = g is k x n (row stride `stride`), B = z' is n x k (element (r, j) at
+        // j * stride + r), C = out is k x k (row stride k): all within the slices checked above,
+        // C distinct from A and B.
+        unsafe {
+            matrixmultiply::dgemm(
+                k,
+                n,
+                k,
+                1.0,
+                g.as_ptr(),
+                stride as isize,
+                1,
+                z.as_ptr(),
+                1,
+                stride as isize,
+                1.0,
+                out.as_mut_ptr(),
+                k as isize,
+                1,
+            );
+        }
+    }
 }

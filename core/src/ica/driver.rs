@@ -216,9 +216,13 @@ impl<'a, C: Contrast, K: Kernel> ParallelPass<'a, C, K> {
             kernel,
         })
     }
-    /// [`Pass::partial_len`] for `k` components.
+    /// [`Pass::partial_len`] for `k` components on the portable kernel.
     pub const fn partial_len_for(k: usize) -> usize {
         1 + ParallelStats::buffer_len(k)
+    }
+    /// [`Pass::partial_len`] for `k` components on `kernel`.
+    pub fn partial_len_with(k: usize, kernel: K) -> usize {
+        1 + ParallelStats::buffer_len_with(k, kernel)
     }
     /// `G` (`k x k`) then `b` (`k`) of a finished total into `out`; returns the row count.
     pub fn finish(&self, total: &mut [f64], out: &mut [f64]) -> Result<u64> {
@@ -240,7 +244,7 @@ fn check_len(w: &[f64], len: usize) -> Result<()> {
 
 impl<T: Float, C: Contrast, K: Kernel> Pass<T> for ParallelPass<'_, C, K> {
     fn partial_len(&self) -> usize {
-        Self::partial_len_for(self.k)
+        Self::partial_len_with(self.k, self.kernel)
     }
     #[cfg_attr(target_arch = "x86_64", inline(always))] // into the CLI's AVX2 code (harness simd.rs)
     fn accumulate(&self, partial: &mut [f64], first: u64, rows: &[T]) -> Result<()> {
@@ -362,13 +366,19 @@ pub(crate) fn rows_at_least_two(n: u64) -> Result<u64> {
     Ok(n)
 }
 
-/// `f64` workspace [`unmix`] needs for `k` components.
+/// `f64` workspace [`unmix`] needs for `k` components on the portable kernel.
 pub(crate) const fn unmix_workspace_len(k: usize) -> usize {
-    let p =
-        ParallelPass::<'static, crate::ica::LogCosh, crate::ica::kernel::Portable>::partial_len_for(
-            k,
-        );
-    let d = DeflationPass::<'static, crate::ica::LogCosh>::partial_len_for(k);
+    unmix_workspace_len_for(k, ParallelStats::buffer_len(k))
+}
+
+/// `f64` workspace [`unmix`] needs for `k` components on `kernel`.
+pub(crate) fn unmix_workspace_len_with<K: Kernel>(k: usize, kernel: K) -> usize {
+    unmix_workspace_len_for(k, ParallelStats::buffer_len_with(k, kernel))
+}
+
+const fn unmix_workspace_len_for(k: usize, parallel_stats: usize) -> usize {
+    let p = 1 + parallel_stats;
+    let d = 1 + DeflationStats::buffer_len(k);
     let stats = if p > d { p } else { d };
     stats + (k * k + k) + k * k + update::sym_workspace_len(k)
 }
@@ -391,8 +401,9 @@ pub(crate) fn unmix<T: Float, E: Executor<T>, C: Contrast, K: Kernel>(
     if k == 0 {
         return Err(Error::InvalidComponents { k, d: 0 });
     }
-    let ws = prefix_mut(ws, unmix_workspace_len(k))?;
-    let stats_len = unmix_workspace_len(k) - (k * k + k) - k * k - update::sym_workspace_len(k);
+    let len = unmix_workspace_len_with(k, kernel);
+    let ws = prefix_mut(ws, len)?;
+    let stats_len = len - (k * k + k) - k * k - update::sym_workspace_len(k);
     let (total, rest) = ws.split_at_mut(stats_len);
     let (sums, step_ws) = rest.split_at_mut(k * k + k);
     update::check_start(w, k, step_ws)?;
@@ -403,7 +414,7 @@ pub(crate) fn unmix<T: Float, E: Executor<T>, C: Contrast, K: Kernel>(
             update::sym_decorrelation(w, k, step_ws)?;
             for it in 1..=opts.max_iter {
                 let pass = ParallelPass::new(w, k, contrast, kernel)?;
-                let total = &mut total[..ParallelPass::<C, K>::partial_len_for(k)];
+                let total = &mut total[..ParallelPass::<C, K>::partial_len_with(k, kernel)];
                 total.fill(0.0);
                 exec.pass(Rows::White, &pass, total)?;
                 let n = rows_at_least_two(pass.finish(total, sums)?)?;

@@ -14,6 +14,13 @@
 /// keeps the portable one. Blocks hold `f64` values; an implementation must give the same result
 /// for every thread count (it sees one block at a time, so any fixed summation order does).
 pub trait Kernel: Copy + Sync {
+    /// Rows per block for `k` components: a divisor of [`CHUNK`](crate::ica::CHUNK). Larger
+    /// blocks amortise a GEMM's packing; the portable kernel uses
+    /// [`BLOCK_ROWS`](crate::ica::stats::BLOCK_ROWS).
+    fn block_rows(&self, k: usize) -> usize {
+        let _ = k;
+        crate::ica::stats::BLOCK_ROWS
+    }
     /// `y_i = sum_j w_ij z_j` for `i < k` over the first `n` lanes (`w` is `k x k` row-major);
     /// lanes from `n` up to the next multiple of 4 (at most `stride`) may be overwritten.
     fn unmix_block(&self, w: &[f64], k: usize, z: &[f64], y: &mut [f64], stride: usize, n: usize);

@@ -46,6 +46,9 @@ pub use driver::{
     DeflationPass, Executor, InMemory, MomentsPass, ParallelPass, Pass, Rows, SourcePass,
 };
 pub use kernel::{Kernel, Portable};
-pub use model::{FastIca, FastIcaBuf, FastIcaView, fit_scratch_len, fit_workspace_len, model_len};
+pub use model::{
+    FastIca, FastIcaBuf, FastIcaView, fit_scratch_len, fit_workspace_len, fit_workspace_len_with,
+    model_len,
+};
 pub use options::{Algorithm, FastIcaOptions, IcaInfo, IcaOptions, WInit, WhitenMode};
 pub use stats::{CHUNK, DeflationStats, ParallelStats, SourceStats};

@@ -4,7 +4,9 @@
 use crate::error::{Error, Result, prefix_mut};
 use crate::float::Float;
 use crate::ica::canonical::{canonicalize, source_moments, source_moments_workspace_len};
-use crate::ica::driver::{self, Executor, InMemory, MomentsPass, Rows, unmix_workspace_len};
+use crate::ica::driver::{
+    self, Executor, InMemory, MomentsPass, Rows, unmix_workspace_len, unmix_workspace_len_with,
+};
 use crate::ica::kernel::{Kernel, Portable};
 use crate::ica::options::{FastIcaOptions, IcaInfo, WInit, WhitenMode, start_matrix};
 use crate::linalg;
@@ -19,10 +21,20 @@ pub const fn model_len(d: usize, k: usize) -> usize {
     whiten::storage_len(d, k) + k * k + 2 * k * d
 }
 
-/// `f64` workspace a fit of `d -> k` needs ([`FastIca::fit`], [`FastIcaBuf::fit_with`]).
+/// `f64` workspace a fit of `d -> k` on the portable kernel needs ([`FastIca::fit`],
+/// [`FastIcaBuf::fit`]).
 pub const fn fit_workspace_len(d: usize, k: usize) -> usize {
+    fit_workspace_len_for(d, k, unmix_workspace_len(k))
+}
+
+/// `f64` workspace a fit of `d -> k` on `kernel` needs ([`FastIcaBuf::fit_with`]).
+pub fn fit_workspace_len_with<K: Kernel>(d: usize, k: usize, kernel: K) -> usize {
+    fit_workspace_len_for(d, k, unmix_workspace_len_with(k, kernel))
+}
+
+const fn fit_workspace_len_for(d: usize, k: usize, unmix: usize) -> usize {
     let a = MomentsPass::partial_len_for(d) + whiten::workspace_len(d, k);
-    let b = unmix_workspace_len(k);
+    let b = unmix;
     let c = source_moments_workspace_len(k);
     let max = if a > b { a } else { b };
     let max = if max > c { max } else { c };
@@ -231,7 +243,7 @@ fn fit_model<T: Float, E: Executor<T>, K: Kernel>(
     on_iteration: &mut dyn FnMut(usize, f64),
 ) -> Result<(IcaInfo, FitInfo)> {
     opts.check(d, k)?;
-    let ws = prefix_mut(ws, fit_workspace_len(d, k))?;
+    let ws = prefix_mut(ws, fit_workspace_len_with(d, k, kernel))?;
     let (w, rest) = ws.split_at_mut(k * k);
     let (moments3, ws) = rest.split_at_mut(3 * k);
     start_matrix(init, k, w)?;
@@ -451,7 +463,7 @@ impl<T: Float, const D: usize, const K: usize> FastIca<T, D, K> {
         self.fit_with(&mut exec, Portable, opts, init, staging, ws, &mut |_, _| {})
     }
     /// Fits on the samples `exec` passes over, with the dense products on `kernel`. `staging`
-    /// needs [`model_len`]`(D, K)` elements and `ws` [`fit_workspace_len`]`(D, K)`;
+    /// needs [`model_len`]`(D, K)` elements and `ws` [`fit_workspace_len_with`]`(D, K, kernel)`;
     /// `on_iteration(iteration, change)` is called after each step. On error the model is
     /// unchanged.
     #[allow(clippy::too_many_arguments)]

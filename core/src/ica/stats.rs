@@ -128,7 +128,12 @@ fn sum_lanes(v: &[f64]) -> f64 {
 }
 
 const fn parallel_buffer_len(k: usize) -> usize {
-    2 * (k * k + k) + k * k + 2 * k * BLOCK_ROWS + BLOCK_ROWS
+    parallel_buffer_len_for(k, BLOCK_ROWS)
+}
+
+/// [`ParallelStats`] buffer for `k` components in blocks of `block_rows` rows.
+pub const fn parallel_buffer_len_for(k: usize, block_rows: usize) -> usize {
+    2 * (k * k + k) + k * k + 2 * k * block_rows + block_rows
 }
 
 /// Statistics of one parallel-FastICA pass: `G = sum g(W z) z'` and `b = sum g'(W z)`.
@@ -143,6 +148,7 @@ const fn parallel_buffer_len(k: usize) -> usize {
 pub struct ParallelStats<'a, K = Portable> {
     kernel: K,
     k: usize,
+    block: usize,
     sums: Sums<'a>,
     w: &'a mut [f64],
     zb: &'a mut [f64],
@@ -164,24 +170,34 @@ impl<'a> ParallelStats<'a> {
 
 impl<'a, K: Kernel> ParallelStats<'a, K> {
     /// Empty statistics for `k` components in `buf` whose dense products run on `kernel`.
+    /// `buf` needs [`buffer_len_with`](Self::buffer_len_with)`(k, kernel)` elements.
     pub fn with_kernel(k: usize, buf: &'a mut [f64], kernel: K) -> Result<Self> {
-        let buf = prefix_mut(buf, Self::len_for(k))?;
+        let buf = prefix_mut(buf, Self::buffer_len_with(k, kernel))?;
         buf.fill(0.0);
         Self::resume(k, buf, 0, kernel)
     }
-    const fn len_for(k: usize) -> usize {
-        parallel_buffer_len(k)
+    /// `f64` elements of buffer needed for `k` components on `kernel` (its
+    /// [`block_rows`](Kernel::block_rows)).
+    pub fn buffer_len_with(k: usize, kernel: K) -> usize {
+        parallel_buffer_len_for(k, kernel.block_rows(k))
     }
     /// Statistics of `rows` flushed rows already in `buf` (as another `ParallelStats` left it).
     pub(crate) fn resume(k: usize, buf: &'a mut [f64], rows: u64, kernel: K) -> Result<Self> {
-        let buf = prefix_mut(buf, Self::len_for(k))?;
+        let block = kernel.block_rows(k);
+        if block == 0 || CHUNK % block != 0 {
+            return Err(Error::InvalidParameter(
+                "a kernel's block rows must divide the chunk of 4096 rows",
+            ));
+        }
+        let buf = prefix_mut(buf, Self::buffer_len_with(k, kernel))?;
         let (sums, rest) = buf.split_at_mut(2 * (k * k + k));
         let (w, rest) = rest.split_at_mut(k * k);
-        let (zb, rest) = rest.split_at_mut(k * BLOCK_ROWS);
-        let (yb, gp) = rest.split_at_mut(k * BLOCK_ROWS);
+        let (zb, rest) = rest.split_at_mut(k * block);
+        let (yb, gp) = rest.split_at_mut(k * block);
         Ok(Self {
             kernel,
             k,
+            block,
             sums: Sums::resume(k * k + k, sums, rows)?,
             w,
             zb,
@@ -212,9 +228,9 @@ impl<'a, K: Kernel> ParallelStats<'a, K> {
                 self.w.copy_from_slice(w);
             }
             // Gather as many rows as the block has room for, one feature column at a time.
-            let take = (BLOCK_ROWS - self.pending).min(rest.len() / k);
+            let take = (self.block - self.pending).min(rest.len() / k);
             let (head, tail) = rest.split_at(take * k);
-            for (j, col) in self.zb.chunks_exact_mut(BLOCK_ROWS).enumerate() {
+            for (j, col) in self.zb.chunks_exact_mut(self.block).enumerate() {
                 let col = &mut col[self.pending..self.pending + take];
                 for (c, zr) in col.iter_mut().zip(head.chunks_exact(k)) {
                     *c = zr[j].to_f64();
@@ -222,7 +238,7 @@ impl<'a, K: Kernel> ParallelStats<'a, K> {
             }
             self.pending += take;
             rest = tail;
-            if self.pending == BLOCK_ROWS {
+            if self.pending == self.block {
                 self.process_block(contrast);
             }
         }
@@ -236,10 +252,10 @@ impl<'a, K: Kernel> ParallelStats<'a, K> {
     }
     #[cfg_attr(target_arch = "x86_64", inline(always))] // into the CLI's AVX2 code (harness simd.rs)
     fn process_block<C: Contrast>(&mut self, contrast: &C) {
-        let (k, nb) = (self.k, self.pending);
-        let col = |j: usize| j * BLOCK_ROWS..j * BLOCK_ROWS + nb;
+        let (k, nb, block) = (self.k, self.pending, self.block);
+        let col = |j: usize| j * block..j * block + nb;
         self.kernel
-            .unmix_block(self.w, k, self.zb, self.yb, BLOCK_ROWS, nb);
+            .unmix_block(self.w, k, self.zb, self.yb, block, nb);
         let partial = &mut self.sums.partial;
         for i in 0..k {
             let yi = &mut self.yb[col(i)];
@@ -247,7 +263,7 @@ impl<'a, K: Kernel> ParallelStats<'a, K> {
             partial[k * k + i] += sum_lanes(&self.gp[..nb]);
         }
         self.kernel
-            .gram_block(self.yb, self.zb, k, BLOCK_ROWS, nb, &mut partial[..k * k]);
+            .gram_block(self.yb, self.zb, k, block, nb, &mut partial[..k * k]);
         self.sums.add_rows(nb as u64);
         self.pending = 0;
     }
