@@ -7,6 +7,7 @@
 //! sequential pass, so `--threads` never changes a result.
 
 use crate::io::Matrix;
+use crate::simd::{GemmFloat, centred_product};
 use anyhow::{Context, Result, bail};
 use rayon::prelude::*;
 use serde_json::{Value, json};
@@ -89,7 +90,7 @@ pub fn run_pass<T: Float + Sync, P: Pass<T>>(
     Ok(())
 }
 
-impl<T: Float + Send + Sync> Executor<T> for PoolExecutor<'_, T> {
+impl<T: GemmFloat> Executor<T> for PoolExecutor<'_, T> {
     fn pass<P: Pass<T>>(&mut self, rows: Rows, pass: &P, total: &mut [f64]) -> unmix::Result<()> {
         let (data, width) = self.rows(rows);
         run_pass(self.pool, self.threads, data, width, pass, total)
@@ -100,14 +101,19 @@ impl<T: Float + Send + Sync> Executor<T> for PoolExecutor<'_, T> {
             Some(v) => {
                 let k = v.n_components();
                 let mut z = vec![T::ZERO; self.x.len() / self.d * k];
+                let d = self.d;
                 map_rows(
                     self.pool,
                     self.x,
-                    self.d,
+                    d,
                     &mut z,
                     k,
                     #[inline(always)]
-                    |xi, zi| v.transform_rows(xi, zi),
+                    |xi, zi| {
+                        centred_product(xi, d, v.mean(), v.whitening(), zi, k, |xi, zi| {
+                            v.transform_rows(xi, zi)
+                        })
+                    },
                 )?;
                 Some((z, k))
             }
@@ -172,10 +178,7 @@ pub struct Fitted<T> {
 }
 
 /// Fits FastICA on `x` through the core's driver on a thread pool.
-pub fn fit<T: Float + Send + Sync + serde::Serialize>(
-    x: &Matrix<T>,
-    job: &FitJob<'_>,
-) -> Result<Fitted<T>> {
+pub fn fit<T: GemmFloat + serde::Serialize>(x: &Matrix<T>, job: &FitJob<'_>) -> Result<Fitted<T>> {
     let (n, d) = (x.rows, x.cols);
     let opts = &job.options;
     let k = opts.components(d, job.n_components);
@@ -218,13 +221,27 @@ pub fn fit<T: Float + Send + Sync + serde::Serialize>(
         &mut sources,
         k,
         #[inline(always)]
-        |xi, si| view.transform_rows(xi, si),
+        |xi, si| sources_of(&view, xi, si),
     )?;
     let model_json = to_json(&view, opts, view.whitener().info().effective_rank, n);
     Ok(Fitted {
         model: model_json,
         sources: Matrix::new(n, k, sources)?,
         info,
+    })
+}
+
+/// Sources of rows `x` under `view`: the CLI's one source transform (`fit` and `transform`
+/// give the same bytes).
+#[inline(always)]
+pub fn sources_of<T: GemmFloat>(
+    view: &FastIcaView<'_, T>,
+    x: &[T],
+    s: &mut [T],
+) -> unmix::Result<()> {
+    let (d, k) = (view.n_features(), view.n_components());
+    centred_product(x, d, view.mean(), view.components(), s, k, |x, s| {
+        view.transform_rows(x, s)
     })
 }
 

@@ -478,7 +478,7 @@ fn run_apply(a: &ApplyArgs, inverse: bool) -> Result<serde_json::Value> {
         );
     }
     let t = threads(a.threads);
-    fn apply<T: unmix::Float + Send + Sync + npyz::AutoSerialize>(
+    fn apply<T: harness::simd::GemmFloat + npyz::AutoSerialize>(
         m: &fastica::LoadedModel,
         x: &io::Matrix<T>,
         out_w: usize,
@@ -494,7 +494,7 @@ fn run_apply(a: &ApplyArgs, inverse: bool) -> Result<serde_json::Value> {
             if inverse {
                 view.inverse_transform_rows(xi, oi)
             } else {
-                view.transform_rows(xi, oi)
+                fastica::sources_of(&view, xi, oi)
             }
         })?;
         io::Matrix::new(x.rows, out_w, out)

@@ -2,6 +2,7 @@
 
 use crate::fastica::{map_rows, pool, run_pass};
 use crate::io::Matrix;
+use crate::simd::{GemmFloat, centred_product};
 use anyhow::Result;
 use serde_json::{Value, json};
 use unmix::Float;
@@ -64,7 +65,7 @@ pub struct Whitened<T> {
 }
 
 /// Fits a whitener on `x` and whitens it.
-pub fn whiten<T: Float + Send + Sync + serde::Serialize>(
+pub fn whiten<T: GemmFloat + serde::Serialize>(
     x: &Matrix<T>,
     job: &WhitenJob,
 ) -> Result<Whitened<T>> {
@@ -92,7 +93,11 @@ pub fn whiten<T: Float + Send + Sync + serde::Serialize>(
         &mut z,
         k,
         #[inline(always)]
-        |xi, zi| view.transform_rows(xi, zi),
+        |xi, zi| {
+            centred_product(xi, d, view.mean(), view.whitening(), zi, k, |xi, zi| {
+                view.transform_rows(xi, zi)
+            })
+        },
     )?;
     let z = Matrix::new(n, k, z)?;
     let zm = moments(&z, &pool)?;

@@ -158,3 +158,86 @@ impl Kernel for CliKernel {
         }
     }
 }
+
+/// The float types the CLI's GEMM transforms take.
+pub trait GemmFloat: unmix::Float {
+    /// `c (m x n) = a (m x k) b'`, all row-major, `b` being `n x k`.
+    fn gemm_abt(m: usize, k: usize, n: usize, a: &[Self], b: &[Self], c: &mut [Self]);
+}
+
+macro_rules! gemm_float {
+    ($t:ty, $gemm:path) => {
+        impl GemmFloat for $t {
+            fn gemm_abt(m: usize, k: usize, n: usize, a: &[Self], b: &[Self], c: &mut [Self]) {
+                let (a, b, c) = (&a[..m * k], &b[..n * k], &mut c[..m * n]);
+                // SAFETY: A is m x k (row stride k), B' is k x n read from the n x k row-major
+                // `b` (element (j, i) at i * k + j), C is m x n (row stride n): all within the
+                // slices above; C is a distinct borrow.
+                unsafe {
+                    $gemm(
+                        m,
+                        k,
+                        n,
+                        1.0,
+                        a.as_ptr(),
+                        k as isize,
+                        1,
+                        b.as_ptr(),
+                        1,
+                        k as isize,
+                        0.0,
+                        c.as_mut_ptr(),
+                        n as isize,
+                        1,
+                    );
+                }
+            }
+        }
+    };
+}
+gemm_float!(f64, matrixmultiply::dgemm);
+gemm_float!(f32, matrixmultiply::sgemm);
+
+/// `out = (x - mean) m'` for rows `x` (`in_w` wide) and `m` (`out_w x in_w`): the whitening and
+/// source transforms of the CLI. On a GEMM from [`GEMM_MIN_K`] outputs (centring in `T` as the
+/// core does, then one product per call), else (or with `UNMIX_SIMD=portable`) `core`, the
+/// core's transform. The choice depends only on the sizes and `UNMIX_SIMD`, so `fit` and
+/// `transform` give the same bytes. Errors as the core's: a non-finite input names its row and
+/// column, a non-finite output is [`unmix::Error::Overflow`].
+pub fn centred_product<T: GemmFloat>(
+    x: &[T],
+    in_w: usize,
+    mean: &[T],
+    m: &[T],
+    out: &mut [T],
+    out_w: usize,
+    core: impl FnOnce(&[T], &mut [T]) -> unmix::Result<()>,
+) -> unmix::Result<()> {
+    if portable_requested() || out_w < GEMM_MIN_K || in_w == 0 || x.len() % in_w != 0 {
+        return core(x, out);
+    }
+    let n = x.len() / in_w;
+    if out.len() != n * out_w || m.len() != out_w * in_w || mean.len() != in_w {
+        return Err(unmix::Error::DimensionMismatch {
+            expected: n * out_w,
+            found: out.len(),
+        });
+    }
+    if let Some(pos) = x.iter().position(|v| !v.is_finite()) {
+        return Err(unmix::Error::NonFinite {
+            row: (pos / in_w) as u64,
+            col: pos % in_w,
+        });
+    }
+    let mut centred: Vec<T> = x.to_vec();
+    for row in centred.chunks_exact_mut(in_w) {
+        for (v, mu) in row.iter_mut().zip(mean) {
+            *v -= *mu;
+        }
+    }
+    T::gemm_abt(n, in_w, out_w, &centred, m, out);
+    if out.iter().any(|v| !v.is_finite()) {
+        return Err(unmix::Error::Overflow);
+    }
+    Ok(())
+}
