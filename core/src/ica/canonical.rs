@@ -4,25 +4,27 @@
 use crate::error::{Result, prefix_mut};
 use crate::float::Float;
 use crate::ica::driver::{Executor, Rows, SourcePass, rows_at_least_two};
+use crate::ica::kernel::Kernel;
 
-/// `f64` workspace [`source_moments`] needs for `k` components.
-pub(crate) const fn source_moments_workspace_len(k: usize) -> usize {
-    SourcePass::partial_len_for(k) + 4 * k
+/// `f64` workspace [`source_moments`] needs for `k` components on `kernel`.
+pub(crate) fn source_moments_workspace_len<K: Kernel>(k: usize, kernel: K) -> usize {
+    SourcePass::partial_len_with(k, kernel) + 4 * k
 }
 
 /// Standard deviation (ddof 0), skewness and excess kurtosis of each source `y = W z`, from one
 /// pass over the white rows, into `out` (`3k`: all deviations, then all skewnesses, then all
 /// kurtoses).
-pub(crate) fn source_moments<T: Float, E: Executor<T>>(
+pub(crate) fn source_moments<T: Float, E: Executor<T>, K: Kernel>(
     exec: &mut E,
+    kernel: K,
     w: &[f64],
     k: usize,
     ws: &mut [f64],
     out: &mut [f64],
 ) -> Result<()> {
-    let ws = prefix_mut(ws, source_moments_workspace_len(k))?;
-    let (total, sums) = ws.split_at_mut(SourcePass::partial_len_for(k));
-    let pass = SourcePass::new(w, k)?;
+    let ws = prefix_mut(ws, source_moments_workspace_len(k, kernel))?;
+    let (total, sums) = ws.split_at_mut(SourcePass::partial_len_with(k, kernel));
+    let pass = SourcePass::new(w, k, kernel)?;
     total.fill(0.0);
     exec.pass(Rows::White, &pass, total)?;
     let n = rows_at_least_two(pass.finish(total, sums)?)? as f64;

@@ -316,39 +316,40 @@ impl<T: Float, C: Contrast> Pass<T> for DeflationPass<'_, C> {
     }
 }
 
-/// Power sums of the sources `y = W z` ([`SourceStats`]).
+/// Power sums of the sources `y = W z` ([`SourceStats`]), unmixed on kernel `K`.
 #[derive(Clone, Copy, Debug)]
-pub struct SourcePass<'a> {
+pub struct SourcePass<'a, K> {
     w: &'a [f64],
     k: usize,
+    kernel: K,
 }
 
-impl<'a> SourcePass<'a> {
+impl<'a, K: Kernel> SourcePass<'a, K> {
     /// The pass at `w` (`k x k`).
-    pub fn new(w: &'a [f64], k: usize) -> Result<Self> {
+    pub fn new(w: &'a [f64], k: usize, kernel: K) -> Result<Self> {
         check_len(w, k * k)?;
-        Ok(Self { w, k })
+        Ok(Self { w, k, kernel })
     }
-    /// [`Pass::partial_len`] for `k` components.
-    pub const fn partial_len_for(k: usize) -> usize {
-        1 + SourceStats::buffer_len(k)
+    /// [`Pass::partial_len`] for `k` components on `kernel`.
+    pub fn partial_len_with(k: usize, kernel: K) -> usize {
+        1 + SourceStats::buffer_len_with(k, kernel)
     }
     /// `sum y, y^2, y^3, y^4` per source (`4k`) of a finished total into `out`; returns the row
     /// count.
     pub fn finish(&self, total: &mut [f64], out: &mut [f64]) -> Result<u64> {
         let (n, rest) = split_rows(total)?;
-        SourceStats::resume(self.k, rest, n)?.finish(prefix_mut(out, 4 * self.k)?)
+        SourceStats::resume(self.k, rest, n, self.kernel)?.finish(prefix_mut(out, 4 * self.k)?)
     }
 }
 
-impl<T: Float> Pass<T> for SourcePass<'_> {
+impl<T: Float, K: Kernel> Pass<T> for SourcePass<'_, K> {
     fn partial_len(&self) -> usize {
-        Self::partial_len_for(self.k)
+        Self::partial_len_with(self.k, self.kernel)
     }
     #[cfg_attr(target_arch = "x86_64", inline(always))] // into the CLI's AVX2 code (harness simd.rs)
     fn accumulate(&self, partial: &mut [f64], first: u64, rows: &[T]) -> Result<()> {
         let (n, rest) = split_rows(partial)?;
-        let mut s = SourceStats::resume(self.k, rest, n)?;
+        let mut s = SourceStats::resume(self.k, rest, n, self.kernel)?;
         s.accumulate(self.w, rows)
             .map_err(|e| renumber(e, first.wrapping_sub(n)))?;
         partial[0] = s.rows() as f64;

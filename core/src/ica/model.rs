@@ -9,6 +9,7 @@ use crate::ica::driver::{
 };
 use crate::ica::kernel::{Kernel, Portable};
 use crate::ica::options::{FastIcaOptions, IcaInfo, WInit, WhitenMode, start_matrix};
+use crate::ica::stats::SourceStats;
 use crate::linalg;
 use crate::moments::check_rows;
 use crate::whiten::{self, FitInfo, Whitener, WhitenerView};
@@ -24,18 +25,28 @@ pub const fn model_len(d: usize, k: usize) -> usize {
 /// `f64` workspace a fit of `d -> k` on the portable kernel needs ([`FastIca::fit`],
 /// [`FastIcaBuf::fit`]).
 pub const fn fit_workspace_len(d: usize, k: usize) -> usize {
-    fit_workspace_len_for(d, k, unmix_workspace_len(k))
+    fit_workspace_len_for(
+        d,
+        k,
+        unmix_workspace_len(k),
+        1 + SourceStats::buffer_len(k) + 4 * k,
+    )
 }
 
 /// `f64` workspace a fit of `d -> k` on `kernel` needs ([`FastIcaBuf::fit_with`]).
 pub fn fit_workspace_len_with<K: Kernel>(d: usize, k: usize, kernel: K) -> usize {
-    fit_workspace_len_for(d, k, unmix_workspace_len_with(k, kernel))
+    fit_workspace_len_for(
+        d,
+        k,
+        unmix_workspace_len_with(k, kernel),
+        source_moments_workspace_len(k, kernel),
+    )
 }
 
-const fn fit_workspace_len_for(d: usize, k: usize, unmix: usize) -> usize {
+const fn fit_workspace_len_for(d: usize, k: usize, unmix: usize, sources: usize) -> usize {
     let a = MomentsPass::partial_len_for(d) + whiten::workspace_len(d, k);
     let b = unmix;
-    let c = source_moments_workspace_len(k);
+    let c = sources;
     let max = if a > b { a } else { b };
     let max = if max > c { max } else { c };
     max + k * k + 3 * k
@@ -281,7 +292,7 @@ fn fit_model<T: Float, E: Executor<T>, K: Kernel>(
         ws,
         on_iteration,
     )?;
-    finish_model(exec, d, k, opts, w, moments3, ws, n, model)?;
+    finish_model(exec, kernel, d, k, opts, w, moments3, ws, n, model)?;
     Ok((info, whitening))
 }
 
@@ -289,8 +300,9 @@ fn fit_model<T: Float, E: Executor<T>, K: Kernel>(
 /// sources, and the model's unmixing, components and mixing. The model's whitener parts hold the
 /// fitted whitener, or are set here to the identity for [`WhitenMode::None`].
 #[allow(clippy::too_many_arguments)]
-fn finish_model<T: Float, E: Executor<T>>(
+fn finish_model<T: Float, E: Executor<T>, K: Kernel>(
     exec: &mut E,
+    kernel: K,
     d: usize,
     k: usize,
     opts: &FastIcaOptions,
@@ -302,7 +314,7 @@ fn finish_model<T: Float, E: Executor<T>>(
 ) -> Result<()> {
     let moments3 = prefix_mut(moments3, 3 * k)?;
     if opts.whiten == WhitenMode::UnitVariance || opts.canonical {
-        source_moments(exec, w, k, ws, moments3)?;
+        source_moments(exec, kernel, w, k, ws, moments3)?;
         if opts.canonical {
             canonicalize(w, k, moments3);
         }

@@ -372,35 +372,74 @@ impl<'a> DeflationStats<'a> {
 }
 
 /// Power sums `sum y`, `sum y^2`, `sum y^3`, `sum y^4` of the sources `y = W z`.
+///
+/// Rows are gathered feature-major in blocks (never across a [`CHUNK`] boundary) and unmixed on
+/// a [`Kernel`]; each source's sums take the rows in order, as one row at a time would.
 #[derive(Debug)]
-pub struct SourceStats<'a> {
+pub struct SourceStats<'a, K = Portable> {
+    kernel: K,
     k: usize,
+    block: usize,
     sums: Sums<'a>,
+    w: &'a mut [f64],
+    zb: &'a mut [f64],
+    yb: &'a mut [f64],
+}
+
+/// [`SourceStats`] buffer for `k` components in blocks of `block_rows` rows.
+const fn source_buffer_len_for(k: usize, block_rows: usize) -> usize {
+    2 * 4 * k + k * k + 2 * k * block_rows
 }
 
 impl<'a> SourceStats<'a> {
-    /// `f64` elements of buffer needed for `k` components.
+    /// `f64` elements of buffer needed for `k` components (portable kernel).
     pub const fn buffer_len(k: usize) -> usize {
-        2 * 4 * k
+        source_buffer_len_for(k, BLOCK_ROWS)
     }
-    /// Empty statistics in `buf`.
+    /// Empty statistics in `buf`, on the [`Portable`] kernel.
     pub fn new(k: usize, buf: &'a mut [f64]) -> Result<Self> {
-        Ok(Self {
-            k,
-            sums: Sums::new(4 * k, buf)?,
-        })
+        Self::with_kernel(k, buf, Portable)
+    }
+}
+
+impl<'a, K: Kernel> SourceStats<'a, K> {
+    /// Empty statistics in `buf` ([`buffer_len_with`](Self::buffer_len_with) elements), unmixing
+    /// on `kernel`.
+    pub fn with_kernel(k: usize, buf: &'a mut [f64], kernel: K) -> Result<Self> {
+        let buf = prefix_mut(buf, Self::buffer_len_with(k, kernel))?;
+        buf.fill(0.0);
+        Self::resume(k, buf, 0, kernel)
+    }
+    /// `f64` elements of buffer needed for `k` components on `kernel`.
+    pub fn buffer_len_with(k: usize, kernel: K) -> usize {
+        source_buffer_len_for(k, kernel.block_rows(k))
     }
     /// Statistics of `rows` rows already in `buf` (as another `SourceStats` left it).
-    pub(crate) fn resume(k: usize, buf: &'a mut [f64], rows: u64) -> Result<Self> {
+    pub(crate) fn resume(k: usize, buf: &'a mut [f64], rows: u64, kernel: K) -> Result<Self> {
+        let block = kernel.block_rows(k);
+        if block == 0 || CHUNK % block != 0 {
+            return Err(Error::InvalidParameter(
+                "a kernel's block rows must divide the chunk of 4096 rows",
+            ));
+        }
+        let buf = prefix_mut(buf, Self::buffer_len_with(k, kernel))?;
+        let (sums, rest) = buf.split_at_mut(2 * 4 * k);
+        let (w, rest) = rest.split_at_mut(k * k);
+        let (zb, yb) = rest.split_at_mut(k * block);
         Ok(Self {
+            kernel,
             k,
-            sums: Sums::resume(4 * k, buf, rows)?,
+            block,
+            sums: Sums::resume(4 * k, sums, rows)?,
+            w,
+            zb,
+            yb,
         })
     }
     /// Adds white rows `z` (`n x k`) unmixed by `w` (`k x k`).
     #[cfg_attr(target_arch = "x86_64", inline(always))] // into the CLI's AVX2 code (harness simd.rs)
     pub fn accumulate<T: Float>(&mut self, w: &[f64], z: &[T]) -> Result<()> {
-        let k = self.k;
+        let (k, block) = (self.k, self.block);
         check_rows(z, k, self.sums.rows)?;
         if w.len() != k * k {
             return Err(Error::DimensionMismatch {
@@ -408,21 +447,22 @@ impl<'a> SourceStats<'a> {
                 found: w.len(),
             });
         }
-        // Up to four rows at a time (never across a chunk boundary): their sources are
-        // independent dot products that overlap in the pipeline, then the sums take them in row
-        // order, as one row at a time would.
+        self.w.copy_from_slice(w);
         let mut rest = z;
         while !rest.is_empty() {
             let room = CHUNK - (self.sums.rows % CHUNK as u64) as usize;
-            let n = (rest.len() / k).min(room).min(4);
+            let n = (rest.len() / k).min(room).min(block);
             let (rows, tail) = rest.split_at(n * k);
-            let mut y = [0.0f64; 4];
-            for (i, wr) in w.chunks_exact(k).enumerate() {
-                for (y, zr) in y.iter_mut().zip(rows.chunks_exact(k)) {
-                    *y = wr.iter().zip(zr).map(|(a, b)| a * b.to_f64()).sum();
+            for (j, col) in self.zb.chunks_exact_mut(block).enumerate() {
+                for (c, zr) in col[..n].iter_mut().zip(rows.chunks_exact(k)) {
+                    *c = zr[j].to_f64();
                 }
+            }
+            self.kernel
+                .unmix_block(self.w, k, self.zb, self.yb, block, n);
+            for i in 0..k {
                 let p = &mut self.sums.partial[4 * i..4 * i + 4];
-                for &y in &y[..n] {
+                for &y in &self.yb[i * block..i * block + n] {
                     let y2 = y * y;
                     p[0] += y;
                     p[1] += y2;
@@ -436,7 +476,7 @@ impl<'a> SourceStats<'a> {
         Ok(())
     }
     /// Adds statistics that continue this pass.
-    pub fn merge(&mut self, other: &SourceStats<'_>) -> Result<()> {
+    pub fn merge<L>(&mut self, other: &SourceStats<'_, L>) -> Result<()> {
         self.sums.merge(&other.sums)
     }
     /// Rows accumulated.
