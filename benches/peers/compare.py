@@ -2,6 +2,7 @@
 
     python3 -m venv /tmp/refvenv && /tmp/refvenv/bin/pip install -r harness/reference/requirements.txt
     /tmp/refvenv/bin/python benches/peers/compare.py
+    /tmp/refvenv/bin/python benches/peers/compare.py --embedding   # N x D up to 1e5 x 768 (slow)
 
 Writes the data to target/peer-data/, times the peers with timeit (median of several runs), runs the
 criterion bench `peers` on the same files, and prints both and their ratio. Everything runs on one
@@ -13,6 +14,7 @@ import json
 import os
 import pathlib
 import subprocess
+import time
 import timeit
 
 import numpy as np
@@ -72,5 +74,78 @@ def main():
         print(f"{name:34} {t_ours * 1e3:8.2f}ms {t_peer * 1e3:8.2f}ms {t_peer / t_ours:5.1f}x  {peer}")
 
 
+# Embedding scale (issue 7): N x D, components K.
+SIZES = [(1_000_000, 8, 8), (100_000, 64, 64), (20_000, 256, 256), (100_000, 768, 64)]
+
+
+def unmix_process(args, threads, env=None):
+    """Wall time of one `unmix` process (loading and writing included), in seconds."""
+    exe = ROOT / "target" / "release" / "unmix"
+    start = time.perf_counter()
+    subprocess.run([str(exe), *args, "--threads", str(threads)], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    return time.perf_counter() - start
+
+
+def embedding(repeat=3):
+    """Per-iteration time, whole fit and whitening at embedding sizes, 1 and 2 threads, with
+    numpy's matmul rate on the pass shapes measured in the same run. One iteration is
+    (fit with max_iter 11 - fit with max_iter 1) / 10 at tol 0, for both sides."""
+    import warnings
+    from sklearn.exceptions import ConvergenceWarning
+
+    warnings.filterwarnings("ignore", category=ConvergenceWarning)  # tol 0 runs to max_iter
+    subprocess.run(["cargo", "build", "--release", "-p", "harness"], cwd=ROOT, check=True)
+    rng = np.random.default_rng(0)
+    print(f"{'N x D (K)':>18} thr | iteration sk / unmix (ratio) | fit sk / unmix (ratio) "
+          f"| whiten numpy / unmix | numpy matmul GF/s")
+    sizes = SIZES
+    if os.environ.get("UNMIX_EMBED_SIZES"):  # e.g. "100000x64x64,20000x256x256"
+        sizes = [tuple(int(v) for v in s.split("x")) for s in os.environ["UNMIX_EMBED_SIZES"].split(",")]
+    for n, d, k in sizes:
+        x = rng.laplace(size=(n, d)) @ rng.standard_normal((d, d)).T
+        w = rng.standard_normal((k, k))
+        xp, wp = DATA / f"emb_{n}_{d}.npy", DATA / f"emb_w_{k}.npy"
+        np.save(xp, x)
+        np.save(wp, w)
+        model = DATA / "emb_model.json"
+        for threads in (1, 2):
+            with threadpool_limits(limits=threads):
+                def sk(it, tol):
+                    return FastICA(k, whiten_solver="eigh", w_init=w, max_iter=it, tol=tol).fit(x)
+                t1 = median(lambda: sk(1, 0.0), repeat)
+                t11 = median(lambda: sk(11, 0.0), repeat)
+                sk_fit = median(lambda: sk(200, 1e-4), 1)
+
+                def numpy_whiten():
+                    xc = x - x.mean(axis=0)
+                    vals, vecs = np.linalg.eigh(xc.T @ xc / n)
+                    return xc @ (vecs[:, ::-1][:, :k] / np.sqrt(vals[::-1][:k]))
+                np_white = median(numpy_whiten, repeat)
+                z = rng.standard_normal((k, n))
+                wz = median(lambda: w @ z, repeat)
+                gz = median(lambda: z @ z.T, repeat)
+                rate = 2 * 2 * k * k * n / (wz + gz) / 1e9
+            fit = ["fit", "--input", str(xp), "--model", str(model), "--n-components", str(k),
+                   "--w-init", str(wp), "--tol", "0"]
+            u1 = median(lambda: unmix_process(fit + ["--max-iter", "1"], threads), repeat)
+            u11 = median(lambda: unmix_process(fit + ["--max-iter", "11"], threads), repeat)
+            u_fit = unmix_process(["fit", "--input", str(xp), "--model", str(model),
+                                   "--n-components", str(k), "--w-init", str(wp)], threads)
+            u_white = median(lambda: unmix_process(
+                ["whiten", "--input", str(xp), "--n-components", str(k), "--output",
+                 str(DATA / "emb_z.npy")], threads), repeat)
+            it_sk, it_u = (t11 - t1) / 10, (u11 - u1) / 10
+            print(f"{n:>9} x {d:>3} ({k:>3}) {threads:>3} | {it_sk * 1e3:7.1f} / {it_u * 1e3:7.1f} ms "
+                  f"({it_sk / it_u:4.1f}x) | {sk_fit:6.2f} / {u_fit:6.2f} s ({sk_fit / u_fit:4.1f}x) "
+                  f"| {np_white:5.2f} / {u_white:5.2f} s | {rate:5.1f}")
+
+
 if __name__ == "__main__":
-    main()
+    import sys
+
+    if "--embedding" in sys.argv:
+        DATA.mkdir(parents=True, exist_ok=True)
+        embedding()
+    else:
+        main()
