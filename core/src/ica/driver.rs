@@ -52,9 +52,10 @@ pub trait Executor<T: Float> {
     /// Runs `pass` over every row of `rows`, leaving the merged result in `total`
     /// (`pass.partial_len()` values, zeroed by the caller).
     fn pass<P: Pass<T>>(&mut self, rows: Rows, pass: &P, total: &mut [f64]) -> Result<()>;
-    /// Makes [`Rows::White`] the input whitened by `whitener` (`z = W (x - mean)`, computed with
-    /// [`WhitenerView::transform_rows`] so that every executor gives the same rows), or the input
-    /// itself when `whitener` is `None`. Called once per fit, before any white pass.
+    /// Makes [`Rows::White`] the input whitened by `whitener` (`z = W (x - mean)`), or the input
+    /// itself when `whitener` is `None`. Called once per fit, before any white pass. With
+    /// [`WhitenerView::transform_rows`] the rows are the core's bits; a faster product (the CLI's
+    /// GEMM) changes the last bits.
     fn whiten(&mut self, whitener: Option<&WhitenerView<'_, T>>) -> Result<()>;
 }
 
