@@ -378,6 +378,14 @@ pub const fn fit_workspace_len(d: usize, k: usize) -> usize {
     max + k * k + 3 * k
 }
 
+/// `f64` workspace [`FastIca::fit_white`] needs for `k` components: the start and its source
+/// moments (`k^2 + 3k`) and the larger of [`unmix_workspace_len`] and the source pass.
+pub const fn white_fit_workspace_len(k: usize) -> usize {
+    let a = unmix_workspace_len(k);
+    let b = SourceStats::buffer_len(k) + 4 * k;
+    (if a > b { a } else { b }) + k * k + 3 * k
+}
+
 /// Mutable storage of a model, whoever owns it.
 pub struct ModelParts<'a, T> {
     /// `d`.
@@ -784,6 +792,49 @@ impl<T: Float, const D: usize, const K: usize> FastIca<T, D, K> {
             mixing: self.mixing.as_flattened_mut(),
         };
         let info = fit_model(x, D, K, opts, init, z, parts, ws)?;
+        self.info = info;
+        Ok(info)
+    }
+    /// Fits the unmixing on samples that `passes` yields already whitened by `whitener`, and takes
+    /// the whitener into the model. This is the streaming fit: the whitener comes from
+    /// [`Moments`](crate::moments::Moments) accumulated one sample at a time, and the passes can
+    /// whiten in place or on the fly, so no `n x K` buffer is needed besides the samples.
+    /// `passes` must yield the `n_samples` the whitener was fitted on (they scale the sources of
+    /// [`WhitenMode::ArbitraryVariance`]); [`WhitenMode::None`] is
+    /// [`Error::InvalidParameter`]. `ws` needs [`white_fit_workspace_len`]`(K)` elements. On
+    /// error the model may be partly overwritten; its `info` is unchanged.
+    pub fn fit_white<P: Passes>(
+        &mut self,
+        whitener: &Whitener<T, D, K>,
+        passes: &mut P,
+        opts: &FastIcaOptions,
+        init: WInit<'_>,
+        ws: &mut [f64],
+    ) -> Result<IcaInfo> {
+        check_fit(D, K, opts)?;
+        if opts.whiten == WhitenMode::None {
+            return Err(Error::InvalidParameter(
+                "fit_white needs a whitening mode other than None",
+            ));
+        }
+        let ws = prefix_mut(ws, white_fit_workspace_len(K))?;
+        let (w, rest) = ws.split_at_mut(K * K);
+        let (moments3, rest) = rest.split_at_mut(3 * K);
+        start_matrix(init, K, w)?;
+        let info = unmix(passes, K, &opts.contrast, &opts.ica, w, rest, |_, _| {})?;
+        self.whitener = whitener.clone();
+        let n = whitener.view().info().n_samples;
+        let wh = &mut self.whitener;
+        let parts = ModelParts {
+            mean: &mut wh.mean,
+            whitening: wh.whitening.as_flattened_mut(),
+            unwhitening: wh.unwhitening.as_flattened_mut(),
+            explained_variance: &mut wh.explained_variance,
+            unmixing: self.unmixing.as_flattened_mut(),
+            components: self.components.as_flattened_mut(),
+            mixing: self.mixing.as_flattened_mut(),
+        };
+        finish_model(passes, D, K, opts, w, moments3, rest, n, parts)?;
         self.info = info;
         Ok(info)
     }
