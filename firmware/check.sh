@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Runs the firmware on QEMU's Cortex-M4F board and the same pipeline on the host, and compares.
+#
+# Every compared line must be bit-identical: the arithmetic is the same on both (IEEE f32 on the
+# FPU and on SSE, f64 through compiler-builtins' soft float on the device, which rounds exactly as
+# the host's hardware does; libm in software on both; Rust never fuses or reassociates). So this
+# is the bit-identical case, and any difference fails. The `measure` lines (instructions, stack,
+# statics) exist on the device only and are printed, not compared.
+set -euo pipefail
+cd "$(dirname "$0")"
+target=thumbv7em-none-eabihf
+host="$(rustc -vV | sed -n 's/^host: //p')"
+out="$(mktemp -d)"
+trap 'rm -rf "$out"' EXIT
+
+command -v qemu-system-arm >/dev/null || { echo "firmware: FAIL: qemu-system-arm is not installed" >&2; exit 1; }
+
+cargo build --release --quiet --target "$target"
+cargo build --release --quiet --target "$host"
+
+elf="target/$target/release/unmix-firmware"
+# Bounded: a hang (it should never) fails here instead of stalling CI.
+status=0
+timeout 120 qemu-system-arm -machine mps2-an386 -cpu cortex-m4 -nographic -icount shift=0 \
+  -semihosting-config enable=on,target=native -kernel "$elf" >"$out/device.txt" || status=$?
+if [ "$status" -ne 0 ] || ! grep -qx 'firmware: ok' "$out/device.txt"; then
+  cat "$out/device.txt"
+  echo "firmware: FAIL: the device run exited with status $status" >&2
+  exit 1
+fi
+"target/$host/release/unmix-firmware" >"$out/host.txt" 2>"$out/host-report.txt"
+
+grep -v '^measure ' "$out/device.txt" >"$out/device-results.txt"
+lines=$(wc -l <"$out/host.txt")
+if ! diff -u "$out/host.txt" "$out/device-results.txt"; then
+  echo "firmware: FAIL: device and host results differ (above; - host, + device)" >&2
+  exit 1
+fi
+echo "firmware: device (qemu mps2-an386, Cortex-M4F) and host ($host) agree bit for bit on all $lines result lines"
+grep -E '^ *(n_iter|converged|mcc|amari):' "$out/host-report.txt" | sed 's/^ */  /'
+
+echo "firmware: measured on the device (instructions: SysTick under -icount shift=0):"
+while read -r _ name hex; do
+  printf '  %-28s %d\n' "$name" "$((16#$hex))"
+done < <(grep '^measure ' "$out/device.txt")
+
+echo "firmware: text, data, bss in bytes (LTO; no formatting code is linked):"
+printf '  opt-level = "s": '
+size "$elf" | awk 'NR == 2 { print $1, $2, $3 }'
+CARGO_PROFILE_RELEASE_OPT_LEVEL=3 cargo build --release --quiet --target "$target" --target-dir target/o3
+printf '  opt-level = 3:   '
+size "target/o3/$target/release/unmix-firmware" | awk 'NR == 2 { print $1, $2, $3 }'
+if nm -C "$elf" | grep -qE 'core::fmt::float|float_to_decimal|flt2dec'; then
+  echo "firmware: FAIL: float formatting code is linked" >&2
+  exit 1
+fi
