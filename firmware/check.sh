@@ -44,6 +44,19 @@ while read -r _ name hex; do
   printf '  %-28s %d\n' "$name" "$((16#$hex))"
 done < <(grep '^measure ' "$out/device.txt")
 
+measure() { printf '%d' "$((16#$(sed -n "s/^measure $1 //p" "$out/device.txt")))"; }
+# The instruction counter must count instructions: delay(999_999) runs exactly 2 000 000.
+calibration=$(measure calibration_2000000)
+if [ "$calibration" -lt 1999900 ] || [ "$calibration" -gt 2000100 ]; then
+  echo "firmware: FAIL: the instruction counter read $calibration for 2000000 instructions" >&2
+  exit 1
+fi
+# The goal the README states: at most 4 KiB of stack for the whole run.
+if [ "$(measure stack_high_water)" -gt 4096 ]; then
+  echo "firmware: FAIL: the stack high-water mark exceeds 4 KiB" >&2
+  exit 1
+fi
+
 echo "firmware: text, data, bss in bytes (LTO; no formatting code is linked):"
 printf '  opt-level = "s": '
 size "$elf" | awk 'NR == 2 { print $1, $2, $3 }'

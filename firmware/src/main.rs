@@ -105,10 +105,17 @@ mod device {
         core.SYST.clear_current();
         core.SYST.enable_interrupt();
         core.SYST.enable_counter();
+        // The cleared counter reads 0 until its first reload to RELOAD; count from there.
+        while SYST::get_current() == 0 {}
         let mut board = Qemu {
             _syst: core.SYST,
             out: hio::hstdout().ok(),
         };
+        // Calibration: delay(n) runs n + 1 iterations of `subs; bne`, 2 (n + 1) instructions, so
+        // this should read 2 000 000 plus the few instructions of the two reads.
+        let before = board.instructions();
+        cortex_m::asm::delay(999_999);
+        let calibration = board.instructions().zip(before).map(|(b, a)| b - a);
         let result = pipeline::run(&mut board);
         let high_water = stack_high_water();
         let ok = match &result {
@@ -117,6 +124,8 @@ mod device {
                 report.emit_measures(&mut board);
                 board.write(b"measure ");
                 write_hex(&mut board, "stack_high_water", high_water as u64);
+                board.write(b"measure ");
+                write_hex(&mut board, "calibration_2000000", calibration.unwrap_or(0));
                 report.ok()
             }
             Err(e) => {

@@ -12,8 +12,8 @@ use core::cell::RefCell;
 use critical_section::Mutex;
 use unmix::Error;
 use unmix::ica::{FastIca, FastIcaOptions, RowPasses, WInit, white_fit_workspace_len};
-use unmix::metrics::amari_index;
 use unmix::metrics::mcc::mcc_from_correlation;
+use unmix::metrics::{amari_index, assignment};
 use unmix::moments::{CrossMomentsBuf, Moments};
 use unmix::whiten::{WhitenOptions, WhitenWorkspace, Whitener};
 
@@ -48,9 +48,13 @@ static WHITEN_WS: Mutex<RefCell<WhitenWorkspace<D, K>>> =
     Mutex::new(RefCell::new(WhitenWorkspace::new()));
 static ICA_WS: Mutex<RefCell<[f64; white_fit_workspace_len(K)]>> =
     Mutex::new(RefCell::new([0.0; white_fit_workspace_len(K)]));
+// Scoring: streaming cross-moments of true and recovered sources, and the matching's scratch.
+static SCORE_WS: Mutex<RefCell<[f64; CrossMomentsBuf::buffer_len(K, K)]>> =
+    Mutex::new(RefCell::new([0.0; CrossMomentsBuf::buffer_len(K, K)]));
+const MATCH_WS: (usize, usize) = assignment::workspace_len(K, K);
 
 /// Bytes of each static, for the RAM budget.
-pub const STATICS: [(&str, usize); 6] = [
+pub const STATICS: [(&str, usize); 7] = [
     ("moments", core::mem::size_of::<Moments<D>>()),
     ("whitener", core::mem::size_of::<Whitener<f32, D, K>>()),
     ("model", core::mem::size_of::<FastIca<f32, D, K>>()),
@@ -62,6 +66,10 @@ pub const STATICS: [(&str, usize); 6] = [
     (
         "ica_workspace",
         core::mem::size_of::<[f64; white_fit_workspace_len(K)]>(),
+    ),
+    (
+        "score_workspace",
+        core::mem::size_of::<[f64; CrossMomentsBuf::buffer_len(K, K)]>(),
     ),
 ];
 
@@ -100,7 +108,11 @@ impl Sensor {
             let sign = if self.uniform() < 0.5 { -1.0 } else { 1.0 };
             sign * -libm::logf(self.uniform()) * core::f32::consts::FRAC_1_SQRT_2
         };
-        let square = if (self.t / 23).is_multiple_of(2) { 1.0 } else { -1.0 };
+        let square = if (self.t / 23).is_multiple_of(2) {
+            1.0
+        } else {
+            -1.0
+        };
         let sine = core::f32::consts::SQRT_2 * libm::sinf(self.t as f32 * 0.173);
         self.t += 1;
         let s = [uniform, laplace, square, sine];
@@ -284,8 +296,44 @@ pub fn run<B: Board>(board: &mut B) -> Result<Report, Error> {
     // 5. The sensor again from the start: transform each sample as it arrives, and score the
     //    sources against the truth as they come (streaming cross-moments, then the matching).
     let mut sensor = Sensor::new();
-    let mut cross_buf = [0.0f64; CrossMomentsBuf::buffer_len(K, K)];
-    let mut cross = CrossMomentsBuf::new(K, K, &mut cross_buf)?;
+    critical_section::with(|cs| {
+        score(
+            board,
+            &mut sensor,
+            &mut r,
+            &mut SCORE_WS.borrow_ref_mut(cs)[..],
+        )
+    })?;
+
+    // 6. Bad input: fewer samples than components, and a single sample, through the statics
+    //    (a failed fit leaves the whitener as it was).
+    let mut sensor = Sensor::new();
+    critical_section::with(|cs| -> Result<(), Error> {
+        let mut few = MOMENTS.borrow_ref_mut(cs);
+        let mut whitener = WHITENER.borrow_ref_mut(cs);
+        let mut ws = WHITEN_WS.borrow_ref_mut(cs);
+        few.reset();
+        for _ in 0..3 {
+            few.accumulate(&sensor.next().0)?;
+        }
+        let opts = WhitenOptions::DEFAULT;
+        r.few_samples_status = status(&whitener.fit(few.as_ref(), &opts, &mut ws));
+        few.reset();
+        few.accumulate(&sensor.next().0)?;
+        r.one_sample_status = status(&whitener.fit(few.as_ref(), &opts, &mut ws));
+        Ok(())
+    })?;
+    Ok(r)
+}
+
+/// Transforms each new sample and scores the sources against the truth as they come.
+fn score<B: Board>(
+    board: &mut B,
+    sensor: &mut Sensor,
+    r: &mut Report,
+    cross_buf: &mut [f64],
+) -> Result<(), Error> {
+    let mut cross = CrossMomentsBuf::new(K, K, cross_buf)?;
     let mut hash: u32 = 0x811c_9dc5;
     let mut elapsed = Some(0u64);
     for _ in 0..=N {
@@ -312,22 +360,10 @@ pub fn run<B: Board>(board: &mut B) -> Result<Report, Error> {
     for c in corr.iter_mut() {
         *c = c.abs();
     }
-    let (mut pairs, mut wf, mut wu) = ([0usize; K], [0.0f64; 64], [0usize; 64]);
+    let mut pairs = [0usize; K];
+    let (mut wf, mut wu) = ([0.0f64; MATCH_WS.0], [0usize; MATCH_WS.1]);
     r.mcc = mcc_from_correlation(&corr, K, K, &mut pairs, &mut wf, &mut wu)?;
-
-    // 6. Bad input: fewer samples than components, and a single sample.
-    let mut few = Moments::<D>::new();
-    let mut sensor = Sensor::new();
-    let mut ws = WhitenWorkspace::<D, K>::new();
-    let mut scratch = Whitener::<f32, D, K>::new();
-    for _ in 0..3 {
-        few.accumulate(&sensor.next().0)?;
-    }
-    r.few_samples_status = status(&scratch.fit(few.as_ref(), &WhitenOptions::DEFAULT, &mut ws));
-    few.reset();
-    few.accumulate(&sensor.next().0)?;
-    r.one_sample_status = status(&scratch.fit(few.as_ref(), &WhitenOptions::DEFAULT, &mut ws));
-    Ok(r)
+    Ok(())
 }
 
 /// Writes `name` and `value` as a line of 8 or 16 hex digits.
