@@ -27,8 +27,15 @@ typedef enum unmix_status {
     UNMIX_NO_CONVERGENCE = 8,
     UNMIX_INVALID_PARAMETER = 9,
     UNMIX_OVERFLOW = 10,         /* an intermediate result overflowed: rescale the data */
-    UNMIX_SINGLE_CLASS = 11      /* labels of one class only: AUROC is undefined */
+    UNMIX_SINGLE_CLASS = 11,     /* labels of one class only: AUROC is undefined */
+    UNMIX_ZERO_VARIANCE = 12,    /* a constant column: its correlation (MCC) is undefined */
+    UNMIX_INFEASIBLE = 13,       /* no complete assignment avoids the forbidden costs */
+    UNMIX_RAGGED_ROWS = 14       /* a length that is not a whole number of rows */
 } unmix_status;
+
+/* The ABI as the Rust library lays it out: tests/check.c checks the declarations above and
+ * below against it (status values, struct sizes and field offsets). */
+extern const uint32_t unmix_abi_layout[36];
 
 typedef struct unmix_report {
     uint64_t row;          /* first non-finite value: row */

@@ -45,6 +45,12 @@ pub enum UnmixStatus {
     Overflow = 10,
     /// Labels of one class only: AUROC is undefined.
     SingleClass = 11,
+    /// A column has zero variance: its correlation (MCC) is undefined.
+    ZeroVariance = 12,
+    /// No complete assignment avoids the forbidden (+infinity) costs.
+    Infeasible = 13,
+    /// A flat buffer's length is not a whole number of rows.
+    RaggedRows = 14,
 }
 
 impl From<Error> for UnmixStatus {
@@ -52,13 +58,18 @@ impl From<Error> for UnmixStatus {
         match e {
             Error::NonFinite { .. } => Self::NonFinite,
             Error::TooFewSamples { .. } => Self::TooFewSamples,
-            Error::DimensionMismatch { .. } | Error::RaggedRows { .. } => Self::DimensionMismatch,
+            Error::DimensionMismatch { .. } => Self::DimensionMismatch,
+            Error::RaggedRows { .. } => Self::RaggedRows,
             Error::BufferTooSmall { .. } => Self::BufferTooSmall,
             Error::InvalidComponents { .. } => Self::InvalidComponents,
             Error::RankDeficient { .. } => Self::RankDeficient,
             Error::NoConvergence { .. } => Self::NoConvergence,
             Error::Overflow => Self::Overflow,
             Error::SingleClass => Self::SingleClass,
+            Error::ZeroVariance { .. } => Self::ZeroVariance,
+            Error::Infeasible => Self::Infeasible,
+            Error::InvalidParameter(_) => Self::InvalidParameter,
+            // `Error` is non_exhaustive: a variant added later is still an error, never Ok.
             _ => Self::InvalidParameter,
         }
     }
@@ -706,9 +717,64 @@ pub unsafe extern "C" fn unmix_mcc(
     unsafe { put(result, value) }
 }
 
+unsafe extern "C" {
+    /// The C library's `abort` (every hosted C library has it; newlib does on bare metal).
+    fn abort() -> !;
+}
+
 #[panic_handler]
 fn panic(_: &core::panic::PanicInfo<'_>) -> ! {
     // The core returns errors for bad data and never panics on it; should a bug reach here,
-    // stop rather than unwind through C frames.
-    loop {}
+    // abort as C code would (SIGABRT, a debugger stops there) rather than hang or unwind
+    // through C frames.
+    // SAFETY: `abort` takes nothing and never returns.
+    unsafe { abort() }
 }
+
+/// The ABI as Rust lays it out, for the header check (`tests/check.c` compares every entry
+/// with `sizeof`, `offsetof` and the enum values the header gives): the status values in
+/// order, then each struct's size and its fields' offsets.
+#[unsafe(no_mangle)]
+pub static unmix_abi_layout: [u32; 36] = {
+    use core::mem::{offset_of, size_of};
+    type O = UnmixFastIcaOptions;
+    type R = UnmixFastIcaReport;
+    [
+        UnmixStatus::Ok as u32,
+        UnmixStatus::NullPointer as u32,
+        UnmixStatus::NonFinite as u32,
+        UnmixStatus::TooFewSamples as u32,
+        UnmixStatus::DimensionMismatch as u32,
+        UnmixStatus::BufferTooSmall as u32,
+        UnmixStatus::InvalidComponents as u32,
+        UnmixStatus::RankDeficient as u32,
+        UnmixStatus::NoConvergence as u32,
+        UnmixStatus::InvalidParameter as u32,
+        UnmixStatus::Overflow as u32,
+        UnmixStatus::SingleClass as u32,
+        UnmixStatus::ZeroVariance as u32,
+        UnmixStatus::Infeasible as u32,
+        UnmixStatus::RaggedRows as u32,
+        size_of::<UnmixStatus>() as u32,
+        size_of::<UnmixReport>() as u32,
+        offset_of!(UnmixReport, row) as u32,
+        offset_of!(UnmixReport, col) as u32,
+        offset_of!(UnmixReport, effective_rank) as u32,
+        size_of::<O>() as u32,
+        offset_of!(O, algorithm) as u32,
+        offset_of!(O, fun) as u32,
+        offset_of!(O, alpha) as u32,
+        offset_of!(O, whiten) as u32,
+        offset_of!(O, max_iter) as u32,
+        offset_of!(O, tol) as u32,
+        offset_of!(O, rank_rtol) as u32,
+        offset_of!(O, canonical) as u32,
+        offset_of!(O, w_init) as u32,
+        offset_of!(O, seed) as u32,
+        size_of::<R>() as u32,
+        offset_of!(R, n_iter) as u32,
+        offset_of!(R, converged) as u32,
+        offset_of!(R, last_change) as u32,
+        offset_of!(R, error) as u32,
+    ]
+};

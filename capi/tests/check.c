@@ -4,6 +4,7 @@
  * documented status. Static buffers only:
  * this program must not need malloc, and CI checks that it imports none. */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -227,9 +228,43 @@ static void check_metrics(void) {
           "amari of fastica's components");
     check(unmix_mcc(src, K, sources, K, N, 5, pairs, mcc_f64, fl, mcc_size, sl, &v) ==
               UNMIX_INVALID_PARAMETER, "mcc unknown method");
+    /* Each error has its own status: a constant column is not an invalid parameter. */
+    for (size_t r = 0; r < N; r++) src[r * K] = 1.0;
+    check(unmix_mcc(src, K, sources, K, N, UNMIX_PEARSON, pairs, mcc_f64, fl, mcc_size, sl, &v) ==
+              UNMIX_ZERO_VARIANCE, "mcc constant column: UNMIX_ZERO_VARIANCE");
+}
+
+/* The header against the Rust definitions: every status value, struct size and field offset. */
+static void check_abi(void) {
+    const uint32_t expected[36] = {
+        UNMIX_OK, UNMIX_NULL_POINTER, UNMIX_NON_FINITE, UNMIX_TOO_FEW_SAMPLES,
+        UNMIX_DIMENSION_MISMATCH, UNMIX_BUFFER_TOO_SMALL, UNMIX_INVALID_COMPONENTS,
+        UNMIX_RANK_DEFICIENT, UNMIX_NO_CONVERGENCE, UNMIX_INVALID_PARAMETER, UNMIX_OVERFLOW,
+        UNMIX_SINGLE_CLASS, UNMIX_ZERO_VARIANCE, UNMIX_INFEASIBLE, UNMIX_RAGGED_ROWS,
+        sizeof(unmix_status),
+        sizeof(unmix_report), offsetof(unmix_report, row), offsetof(unmix_report, col),
+        offsetof(unmix_report, effective_rank),
+        sizeof(unmix_fastica_options), offsetof(unmix_fastica_options, algorithm),
+        offsetof(unmix_fastica_options, fun), offsetof(unmix_fastica_options, alpha),
+        offsetof(unmix_fastica_options, whiten), offsetof(unmix_fastica_options, max_iter),
+        offsetof(unmix_fastica_options, tol), offsetof(unmix_fastica_options, rank_rtol),
+        offsetof(unmix_fastica_options, canonical), offsetof(unmix_fastica_options, w_init),
+        offsetof(unmix_fastica_options, seed),
+        sizeof(unmix_fastica_report), offsetof(unmix_fastica_report, n_iter),
+        offsetof(unmix_fastica_report, converged), offsetof(unmix_fastica_report, last_change),
+        offsetof(unmix_fastica_report, error),
+    };
+    for (size_t i = 0; i < 36; i++) {
+        if (unmix_abi_layout[i] != expected[i]) {
+            printf("ABI entry %zu: header %u, Rust %u\n", i, (unsigned)expected[i],
+                   (unsigned)unmix_abi_layout[i]);
+        }
+        check(unmix_abi_layout[i] == expected[i], "header matches the Rust layout");
+    }
 }
 
 int main(void) {
+    check_abi();
     for (size_t r = 0; r < N; r++) {
         double s[D];
         for (size_t i = 0; i < D; i++) s[i] = uniform();
