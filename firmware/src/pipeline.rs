@@ -132,23 +132,24 @@ pub trait Board {
     fn write(&mut self, bytes: &[u8]);
 }
 
-/// A small, stable code for each [`Error`] variant (the C API's statuses use the same numbers).
+/// A small, stable code for each [`Error`] variant: the C API's `unmix_status` values.
 pub fn error_code(e: &Error) -> u32 {
     match e {
         Error::NonFinite { .. } => 2,
         Error::TooFewSamples { .. } => 3,
         Error::DimensionMismatch { .. } => 4,
-        Error::RaggedRows { .. } => 5,
-        Error::BufferTooSmall { .. } => 6,
-        Error::InvalidComponents { .. } => 7,
-        Error::RankDeficient { .. } => 8,
-        Error::NoConvergence { .. } => 9,
-        Error::SingleClass => 10,
-        Error::ZeroVariance { .. } => 11,
-        Error::Infeasible => 12,
-        Error::Overflow => 13,
-        Error::InvalidParameter(_) => 14,
-        _ => 1,
+        Error::BufferTooSmall { .. } => 5,
+        Error::InvalidComponents { .. } => 6,
+        Error::RankDeficient { .. } => 7,
+        Error::NoConvergence { .. } => 8,
+        Error::InvalidParameter(_) => 9,
+        Error::Overflow => 10,
+        Error::SingleClass => 11,
+        Error::ZeroVariance { .. } => 12,
+        Error::Infeasible => 13,
+        Error::RaggedRows { .. } => 14,
+        // `Error` is non_exhaustive; as in the C API, a later variant is still an error.
+        _ => 9,
     }
 }
 
@@ -442,9 +443,9 @@ impl Report {
         self.glitch_status == 2
             && self.glitch_row == GLITCH_AT as u64
             && self.transform_glitch_status == 2
-            && self.few_samples_status == 8
+            && self.few_samples_status == 7
             && self.one_sample_status == 3
-            && self.small_buffer_status == 6
+            && self.small_buffer_status == 5
             && self.converged == 1
             && self.mcc > 0.95
             && self.amari < 0.1
