@@ -740,6 +740,50 @@ pub fn finish_model<P: Passes, T: Float>(
 /// assert!(square.min(other) < 0.05, "one source is the square wave");
 /// # Ok::<(), unmix::Error>(())
 /// ```
+///
+/// In a `static` on a microcontroller, without `static mut`: a `critical-section` mutex (here
+/// with its `std` implementation; on a Cortex-M, `cortex-m`'s `critical-section-single-core`).
+/// `firmware/` in the repository does this on a Cortex-M4F with the streaming
+/// [`fit_white`](Self::fit_white).
+///
+/// ```
+/// use core::cell::RefCell;
+/// use critical_section::Mutex;
+/// use unmix::ica::{FastIca, FastIcaOptions, WInit, fit_workspace_len};
+///
+/// static MODEL: Mutex<RefCell<FastIca<f32, 4, 4>>> = Mutex::new(RefCell::new(FastIca::new()));
+///
+/// // Four independent non-Gaussian signals through a fixed mixing.
+/// let mut x = [0.0f32; 4 * 500];
+/// let mut state = 7u32;
+/// for row in x.chunks_exact_mut(4) {
+///     let mut s = [0.0f32; 4];
+///     for v in s.iter_mut() {
+///         state ^= state << 13; state ^= state >> 17; state ^= state << 5;
+///         *v = (state >> 8) as f32 / 16_777_216.0 - 0.5; // uniform
+///     }
+///     row.copy_from_slice(&[s[0] + 0.5 * s[1], s[1] - s[2], s[2] + 0.3 * s[3], s[3] - s[0]]);
+/// }
+/// let (mut z, mut ws) = ([0.0f32; 4 * 500], [0.0f64; fit_workspace_len(4, 4)]);
+/// let info = critical_section::with(|cs| {
+///     MODEL.borrow_ref_mut(cs).fit(&x, &FastIcaOptions::DEFAULT, WInit::Seed(1), &mut z, &mut ws)
+/// })?;
+/// assert!(info.converged);
+/// // Anywhere else (an interrupt handler, say): transform one sample.
+/// let mut s = [0.0f32; 4];
+/// critical_section::with(|cs| MODEL.borrow_ref(cs).transform(&[0.1, 0.2, 0.3, 0.4], &mut s))?;
+/// assert!(s.iter().all(|v| v.is_finite()));
+/// # Ok::<(), unmix::Error>(())
+/// ```
+///
+/// # Memory
+/// The model is `size_of::<T>() (D + 4KD + K + K^2)` bytes plus the [`IcaInfo`] and the
+/// whitener's [`FitInfo`](crate::whiten::FitInfo) (about 48 bytes with padding): 392 bytes for
+/// `FastIca<f32, 4, 4>`. [`fit`](Self::fit) needs `z` (`n K` values of `T`) and
+/// [`fit_workspace_len`]`(D, K)` `f64`s; [`fit_white`](Self::fit_white) needs no `z` and
+/// [`white_fit_workspace_len`]`(K)` `f64`s (6016 bytes at K = 4), most of it the parallel pass's
+/// block of [`BLOCK_ROWS`](stats::BLOCK_ROWS) = 64 rows held feature-major (`(2K + 1) 64`
+/// values, 4608 bytes at K = 4), which lets the pass vectorise on a host.
 #[derive(Clone, Debug)]
 pub struct FastIca<T, const D: usize, const K: usize> {
     whitener: Whitener<T, D, K>,
@@ -756,8 +800,13 @@ impl<T: Float, const D: usize, const K: usize> Default for FastIca<T, D, K> {
 }
 
 impl<T: Float, const D: usize, const K: usize> FastIca<T, D, K> {
-    /// Unfitted (all zeros).
+    /// Unfitted (all zeros). `1 <= K <= D` is checked at compile time:
+    ///
+    /// ```compile_fail
+    /// let m = unmix::ica::FastIca::<f64, 3, 4>::new(); // K > D: does not compile
+    /// ```
     pub const fn new() -> Self {
+        const { assert!(K >= 1 && K <= D, "FastICA needs 1 <= K <= D") };
         Self {
             whitener: Whitener::new(),
             unmixing: [[T::ZERO; K]; K],
