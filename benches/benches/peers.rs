@@ -55,7 +55,10 @@ fn peers(c: &mut Criterion) {
     let k = (w_init.len() as f64).sqrt() as usize;
     let rows = x.len() / k;
     let mut storage = vec![0.0; model_len(k, k)];
-    let (mut z, mut ws) = (vec![0.0; rows * k], vec![0.0; fit_workspace_len(k, k)]);
+    let (mut z, mut ws) = (
+        vec![0.0; unmix::ica::fit_scratch_len(rows, k, k)],
+        vec![0.0; fit_workspace_len(k, k)],
+    );
     let mut group = c.benchmark_group("fastica");
     group.sample_size(10);
     group.bench_function("fit_n1e5_d8", |b| {

@@ -446,7 +446,7 @@ pub unsafe extern "C" fn unmix_fastica_fit(
             unsafe { *options }
         };
         let opts = fastica_options(&o)?;
-        ica::check_fit(d, k, &opts)?;
+        opts.check(d, k)?;
         // SAFETY: forwarded caller guarantees.
         let (x, model, ws) = unsafe {
             (
@@ -471,15 +471,13 @@ pub unsafe extern "C" fn unmix_fastica_fit(
         if ws.len() < zlen + mlen || model.len() < mlen {
             return Err(UnmixStatus::BufferTooSmall);
         }
-        // Fit into the workspace and copy on success, so that a failed fit leaves `model` as it
-        // was.
-        let (z, rest) = ws.split_at_mut(zlen);
-        let (scratch_model, fit_ws) = rest.split_at_mut(mlen);
-        let mut fit = FastIcaBuf::new(d, k, scratch_model).map_err(|e| fail(e, &mut rep.error))?;
+        // The core stages the fit in `scratch` (whitened rows and a model) and writes `model` only
+        // on success, so a failed fit leaves it as it was.
+        let (scratch, fit_ws) = ws.split_at_mut(zlen + mlen);
+        let mut fit = FastIcaBuf::with_storage(d, k, model).map_err(|e| fail(e, &mut rep.error))?;
         let info = fit
-            .fit(x, &opts, init, z, fit_ws)
+            .fit(x, &opts, init, scratch, fit_ws)
             .map_err(|e| fail(e, &mut rep.error))?;
-        model[..mlen].copy_from_slice(scratch_model);
         rep.n_iter = info.n_iter;
         rep.converged = i32::from(info.converged);
         rep.last_change = info.last_change;

@@ -143,3 +143,10 @@ pub(crate) fn prefix_mut<T>(buf: &mut [T], needed: usize) -> Result<&mut [T]> {
     buf.get_mut(..needed)
         .ok_or(Error::BufferTooSmall { needed, found })
 }
+
+/// The first `needed` elements of `buf`, or [`Error::BufferTooSmall`].
+pub(crate) fn prefix<T>(buf: &[T], needed: usize) -> Result<&[T]> {
+    let found = buf.len();
+    buf.get(..needed)
+        .ok_or(Error::BufferTooSmall { needed, found })
+}

@@ -388,11 +388,16 @@ impl<'a> MomentsBuf<'a> {
         let needed = Self::buffer_len(d);
         let buf = prefix_mut(buf, needed)?;
         buf.fill(0.0);
+        Self::resume(d, buf, 0)
+    }
+    /// The moments of `n` samples already in `buf` (as another `MomentsBuf` left it).
+    pub(crate) fn resume(d: usize, buf: &'a mut [f64], n: u64) -> Result<Self> {
+        let buf = prefix_mut(buf, Self::buffer_len(d))?;
         let (mean, rest) = buf.split_at_mut(d);
         let (comoment, rest) = rest.split_at_mut(d * d);
         let (bmean, block) = rest.split_at_mut(d);
         Ok(Self {
-            n: 0,
+            n,
             d,
             mean,
             comoment,

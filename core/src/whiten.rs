@@ -416,7 +416,7 @@ pub struct Whitener<T, const D: usize, const K: usize> {
     pub(crate) whitening: [[T; D]; K],
     pub(crate) unwhitening: [[T; K]; D],
     pub(crate) explained_variance: [T; K],
-    info: FitInfo,
+    pub(crate) info: FitInfo,
 }
 
 /// The `f64` workspace a [`Whitener`] fit needs (`D^2 + 2D + 2K^2` values).

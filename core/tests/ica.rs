@@ -5,7 +5,7 @@ use proptest::prelude::*;
 use unmix::Float;
 use unmix::ica::{
     Algorithm, ContrastKind, Cube, Exp, FastIca, FastIcaBuf, FastIcaOptions, IcaOptions, LogCosh,
-    ParallelStats, WInit, WhitenMode, fit_workspace_len, model_len,
+    ParallelStats, WInit, WhitenMode, fit_scratch_len, fit_workspace_len, model_len,
 };
 use unmix::metrics::{correlation::Method, mcc};
 use unmix::random::Normals;
@@ -50,7 +50,10 @@ fn fit<T: Float>(
     let n = x.len() / k;
     let mut storage = vec![T::ZERO; model_len(k, k)];
     let mut model = FastIcaBuf::new(k, k, &mut storage).unwrap();
-    let (mut z, mut ws) = (vec![T::ZERO; n * k], vec![0.0; fit_workspace_len(k, k)]);
+    let (mut z, mut ws) = (
+        vec![T::ZERO; fit_scratch_len(n, k, k)],
+        vec![0.0; fit_workspace_len(k, k)],
+    );
     let info = model
         .fit(x, opts, WInit::Seed(seed), &mut z, &mut ws)
         .unwrap();
@@ -155,7 +158,7 @@ proptest! {
         let (_, x) = mixed(3000, 3, seed);
         let (storage, s, _) = fit(&x, 3, &opts, seed);
         let mut typed = FastIca::<f64, 3, 3>::new();
-        let (mut z, mut ws) = (vec![0.0; x.len()], [0.0; fit_workspace_len(3, 3)]);
+        let (mut z, mut ws) = (vec![0.0; fit_scratch_len(3000, 3, 3)], [0.0; fit_workspace_len(3, 3)]);
         typed.fit(&x, &opts, WInit::Seed(seed), &mut z, &mut ws).unwrap();
         let view = typed.view();
         let buf_view = unmix::ica::FastIcaView::from_parts(3, 3, &storage, Default::default()).unwrap();
@@ -239,4 +242,128 @@ fn f32_fit_agrees_with_f64_fit_at_a_million_samples() {
         .fold(0.0f64, |m, (a, b)| m.max((f64::from(*a) - b).abs()))
         / scale;
     assert!(err < 1e-4, "f32 components differ from f64 by {err:e}");
+}
+
+/// A fit that fails before the whitening (bad options, a singular start, NaN, rank deficiency)
+/// leaves every part of the model, and its info, as the last successful fit left them: typed and
+/// caller-buffer. (Failures after the whitening: the next test.)
+#[test]
+fn a_failed_fit_leaves_the_model_unchanged() {
+    let (_, x) = mixed(2000, 3, 11);
+    let opts = FastIcaOptions::DEFAULT;
+    let mut storage = vec![0.0; model_len(3, 3)];
+    let mut model = FastIcaBuf::new(3, 3, &mut storage).unwrap();
+    let mut scratch = vec![0.0; fit_scratch_len(2000, 3, 3)];
+    let mut ws = vec![0.0; fit_workspace_len(3, 3)];
+    let good = model
+        .fit(&x, &opts, WInit::Seed(1), &mut scratch, &mut ws)
+        .unwrap();
+    let mut typed = FastIca::<f64, 3, 3>::new();
+    typed
+        .fit(&x, &opts, WInit::Seed(1), &mut scratch, &mut ws)
+        .unwrap();
+    let before = model.view();
+    let parts = |v: &unmix::ica::FastIcaView<'_, f64>| -> Vec<Vec<f64>> {
+        let w = v.whitener();
+        [
+            w.mean(),
+            w.whitening(),
+            w.unwhitening(),
+            w.explained_variance(),
+            v.unmixing(),
+            v.components(),
+            v.mixing(),
+        ]
+        .iter()
+        .map(|p| p.to_vec())
+        .collect()
+    };
+    let (want, want_info) = (parts(&before), before.info());
+    assert_eq!(parts(&typed.view()), want, "typed and buffer fits agree");
+    assert_eq!(want_info, good);
+
+    let singular = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 1.0, 1.0, 0.0];
+    let mut nan_row = x.clone();
+    nan_row[3 * 1500 + 2] = f64::NAN;
+    // Iterations that hit the cap are not an error; a tolerance below zero is.
+    let bad_tol = FastIcaOptions {
+        ica: IcaOptions {
+            tol: -1.0,
+            ..IcaOptions::DEFAULT
+        },
+        ..opts
+    };
+    // Two rows whiten fine but leave the unit-variance scale undefined after the iterations.
+    let constant_source: Vec<f64> = (0..2000)
+        .flat_map(|r| {
+            let t = r as f64;
+            [t.sin(), (0.37 * t).cos(), t.sin() + (0.37 * t).cos()]
+        })
+        .collect();
+    let failures: [(&[f64], FastIcaOptions, WInit<'_>); 4] = [
+        (&x, opts, WInit::Matrix(&singular)),
+        (&nan_row, opts, WInit::Seed(2)),
+        (&x, bad_tol, WInit::Seed(2)),
+        (&constant_source, opts, WInit::Seed(2)),
+    ];
+    for (i, (data, o, init)) in failures.into_iter().enumerate() {
+        let e = model.fit(data, &o, init, &mut scratch, &mut ws);
+        assert!(e.is_err(), "case {i} should fail: {e:?}");
+        let v = model.view();
+        assert_eq!(parts(&v), want, "case {i} changed the buffer model");
+        assert_eq!(v.info(), want_info, "case {i} changed the info");
+        assert!(typed.fit(data, &o, init, &mut scratch, &mut ws).is_err());
+        assert_eq!(
+            parts(&typed.view()),
+            want,
+            "case {i} changed the typed model"
+        );
+        assert_eq!(typed.view().info(), want_info);
+    }
+}
+
+/// A fit that fails after its whitener is known (f32 data of subnormal scale: the whitening
+/// overflows f32, so whitening the rows fails) leaves the model as the last fit left it.
+#[test]
+fn a_fit_failing_after_the_whitening_leaves_the_model_unchanged() {
+    let (_, x) = mixed(2000, 3, 12);
+    let x32: Vec<f32> = x.iter().map(|v| *v as f32).collect();
+    let tiny: Vec<f32> = x.iter().map(|v| (*v * 1e-41) as f32).collect();
+    assert!(tiny.iter().any(|v| *v != 0.0));
+    let opts = FastIcaOptions::DEFAULT;
+    let mut storage = vec![0.0f32; model_len(3, 3)];
+    let mut model = FastIcaBuf::new(3, 3, &mut storage).unwrap();
+    let mut scratch = vec![0.0f32; fit_scratch_len(2000, 3, 3)];
+    let mut ws = vec![0.0; fit_workspace_len(3, 3)];
+    model
+        .fit(&x32, &opts, WInit::Seed(1), &mut scratch, &mut ws)
+        .unwrap();
+    let mut typed = FastIca::<f32, 3, 3>::new();
+    typed
+        .fit(&x32, &opts, WInit::Seed(1), &mut scratch, &mut ws)
+        .unwrap();
+    let snapshot = |v: unmix::ica::FastIcaView<'_, f32>| {
+        let w = v.whitener();
+        let mut all = Vec::new();
+        for p in [
+            w.mean(),
+            w.whitening(),
+            w.unwhitening(),
+            w.explained_variance(),
+            v.unmixing(),
+            v.components(),
+            v.mixing(),
+        ] {
+            all.extend(p.iter().map(|x| x.to_bits()));
+        }
+        (all, v.info())
+    };
+    let want = snapshot(model.view());
+    assert_eq!(snapshot(typed.view()), want);
+    let e = model.fit(&tiny, &opts, WInit::Seed(2), &mut scratch, &mut ws);
+    assert_eq!(e, Err(unmix::Error::Overflow));
+    assert_eq!(snapshot(model.view()), want);
+    let e = typed.fit(&tiny, &opts, WInit::Seed(2), &mut scratch, &mut ws);
+    assert_eq!(e, Err(unmix::Error::Overflow));
+    assert_eq!(snapshot(typed.view()), want);
 }

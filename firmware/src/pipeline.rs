@@ -11,11 +11,14 @@ use core::cell::RefCell;
 
 use critical_section::Mutex;
 use unmix::Error;
-use unmix::ica::{FastIca, FastIcaOptions, RowPasses, WInit, white_fit_workspace_len};
+use unmix::ica::{
+    Executor, FastIca, FastIcaOptions, Pass, Portable, Rows, WInit, model_len,
+    white_fit_workspace_len,
+};
 use unmix::metrics::mcc::mcc_from_correlation;
 use unmix::metrics::{amari_index, assignment};
 use unmix::moments::{CrossMomentsBuf, Moments};
-use unmix::whiten::{WhitenOptions, WhitenWorkspace, Whitener};
+use unmix::whiten::{WhitenOptions, WhitenWorkspace, Whitener, WhitenerView};
 
 /// Features (sensor channels).
 pub const D: usize = 4;
@@ -48,13 +51,15 @@ static WHITEN_WS: Mutex<RefCell<WhitenWorkspace<D, K>>> =
     Mutex::new(RefCell::new(WhitenWorkspace::new()));
 static ICA_WS: Mutex<RefCell<[f64; white_fit_workspace_len(K)]>> =
     Mutex::new(RefCell::new([0.0; white_fit_workspace_len(K)]));
+static STAGING: Mutex<RefCell<[f32; model_len(D, K)]>> =
+    Mutex::new(RefCell::new([0.0; model_len(D, K)]));
 // Scoring: streaming cross-moments of true and recovered sources, and the matching's scratch.
 static SCORE_WS: Mutex<RefCell<[f64; CrossMomentsBuf::buffer_len(K, K)]>> =
     Mutex::new(RefCell::new([0.0; CrossMomentsBuf::buffer_len(K, K)]));
 const MATCH_WS: (usize, usize) = assignment::workspace_len(K, K);
 
 /// Bytes of each static, for the RAM budget.
-pub const STATICS: [(&str, usize); 7] = [
+pub const STATICS: [(&str, usize); 8] = [
     ("moments", core::mem::size_of::<Moments<D>>()),
     ("whitener", core::mem::size_of::<Whitener<f32, D, K>>()),
     ("model", core::mem::size_of::<FastIca<f32, D, K>>()),
@@ -71,7 +76,40 @@ pub const STATICS: [(&str, usize); 7] = [
         "score_workspace",
         core::mem::size_of::<[f64; CrossMomentsBuf::buffer_len(K, K)]>(),
     ),
+    (
+        "staging_model",
+        core::mem::size_of::<[f32; model_len(D, K)]>(),
+    ),
 ];
+
+/// The fit's [`Executor`]: every pass runs over the sample buffer, which [`whiten`] whitens in
+/// place (D = K), so the fit needs no second `N x K` buffer.
+///
+/// [`whiten`]: Executor::whiten
+struct InPlace<'a> {
+    samples: &'a mut [[f32; D]; N],
+    white: bool,
+}
+
+impl Executor<f32> for InPlace<'_> {
+    fn pass<P: Pass<f32>>(&mut self, rows: Rows, pass: &P, total: &mut [f64]) -> Result<(), Error> {
+        if rows == Rows::Input && self.white {
+            return Err(Error::InvalidParameter("the input was whitened in place"));
+        }
+        pass.accumulate(total, 0, self.samples.as_flattened())
+    }
+    fn whiten(&mut self, whitener: Option<&WhitenerView<'_, f32>>) -> Result<(), Error> {
+        if let Some(w) = whitener {
+            for x in self.samples.iter_mut() {
+                let mut z = [0.0f32; K];
+                w.transform(x, &mut z)?;
+                *x = z;
+            }
+        }
+        self.white = true;
+        Ok(())
+    }
+}
 
 /// A deterministic sensor: four independent non-Gaussian sources (uniform, Laplace, square wave,
 /// sine), mixed by [`MIXING`]. Integer state and libm only, so every target draws the same bits.
@@ -253,20 +291,36 @@ pub fn run<B: Board>(board: &mut B) -> Result<Report, Error> {
             *o = *v;
         }
 
-        // 3. FastICA: whiten the buffer in place (D = K), then iterate over it.
+        // 3. FastICA over the buffer, whitened in place by the streamed whitener.
         let start = board.instructions();
-        for x in samples.iter_mut() {
-            let mut z = [0.0f32; K];
-            whitener.transform(x, &mut z)?;
-            *x = z;
-        }
-        let mut passes = RowPasses::new(samples.as_flattened());
+        let mut staging = STAGING.borrow_ref_mut(cs);
+        let mut exec = InPlace {
+            samples: &mut samples,
+            white: false,
+        };
         let opts = FastIcaOptions::DEFAULT;
         let ws = &mut ica_ws[..];
-        // Bad input: one element short of the workspace.
-        let short = model.fit_white(&whitener, &mut passes, &opts, WInit::Seed(7), &mut ws[1..]);
+        let seed = WInit::Seed(7);
+        // Bad input: one element short of the workspace (checked before anything is touched).
+        let short = model.fit_white(
+            &whitener,
+            &mut exec,
+            Portable,
+            &opts,
+            seed,
+            &mut staging[..],
+            &mut ws[1..],
+        );
         r.small_buffer_status = status(&short);
-        let info = model.fit_white(&whitener, &mut passes, &opts, WInit::Seed(7), ws)?;
+        let info = model.fit_white(
+            &whitener,
+            &mut exec,
+            Portable,
+            &opts,
+            seed,
+            &mut staging[..],
+            ws,
+        )?;
         r.insn_ica_fit = delta(start, board.instructions());
         r.n_iter = info.n_iter as u32;
         r.converged = info.converged as u32;

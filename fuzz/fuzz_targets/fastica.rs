@@ -62,7 +62,10 @@ fuzz_target!(|data: &[u8]| {
     let Ok(mut model) = FastIcaBuf::new(d, k, &mut storage) else {
         return;
     };
-    let (mut z, mut ws) = (vec![0.0; n * k], vec![0.0; fit_workspace_len(d, k)]);
+    let (mut z, mut ws) = (
+        vec![0.0; unmix::ica::fit_scratch_len(n, d, k)],
+        vec![0.0; fit_workspace_len(d, k)],
+    );
     if model.fit(&x, &opts, init, &mut z, &mut ws).is_err() {
         return;
     }

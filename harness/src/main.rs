@@ -362,10 +362,14 @@ fn run_fit(a: &FitArgs) -> Result<serde_json::Value> {
         Some(m) => WInit::Matrix(m),
         None => WInit::Seed(a.random_state),
     };
-    let bar = progress_bar(a.max_iter);
+    let bar = progress_bar();
+    let tol = a.tol;
     let report = |it: usize, change: f64| {
-        bar.set_position(it as u64);
-        bar.set_message(format!("change {change:.2e}"));
+        bar.set_position(convergence_position(change, tol));
+        bar.set_message(format!(
+            "iteration {it}/{}: change {change:.2e}, tol {tol:.0e}",
+            a.max_iter
+        ));
     };
     let job = FitJob {
         n_components: a.n_components,
@@ -430,14 +434,27 @@ fn write_fit<T: npyz::AutoSerialize + Copy>(
     Ok(())
 }
 
-fn progress_bar(len: usize) -> indicatif::ProgressBar {
+/// Steps of the progress bar from change 1 to change `tol`.
+const BAR_STEPS: u64 = 1000;
+
+fn progress_bar() -> indicatif::ProgressBar {
     // indicatif draws nothing when stderr is not a terminal.
-    let bar = indicatif::ProgressBar::new(len as u64);
+    let bar = indicatif::ProgressBar::new(BAR_STEPS);
     bar.set_style(
-        indicatif::ProgressStyle::with_template("FastICA {bar:30} {pos}/{len} iterations, {msg}")
+        indicatif::ProgressStyle::with_template("FastICA {bar:30} {msg}")
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
     bar
+}
+
+/// How far the convergence measure has come, on a log scale from 1 (empty bar) to `tol` (full).
+fn convergence_position(change: f64, tol: f64) -> u64 {
+    let target = -tol.max(1e-16).log10();
+    let done = -change.max(1e-300).log10();
+    if !(target > 0.0 && done.is_finite()) {
+        return 0;
+    }
+    ((done / target).clamp(0.0, 1.0) * BAR_STEPS as f64) as u64
 }
 
 fn run_apply(a: &ApplyArgs, inverse: bool) -> Result<serde_json::Value> {
@@ -461,7 +478,7 @@ fn run_apply(a: &ApplyArgs, inverse: bool) -> Result<serde_json::Value> {
         );
     }
     let t = threads(a.threads);
-    fn apply<T: unmix::Float + npyz::AutoSerialize>(
+    fn apply<T: unmix::Float + Send + Sync + npyz::AutoSerialize>(
         m: &fastica::LoadedModel,
         x: &io::Matrix<T>,
         out_w: usize,
@@ -472,7 +489,8 @@ fn run_apply(a: &ApplyArgs, inverse: bool) -> Result<serde_json::Value> {
         let view = unmix::ica::FastIcaView::from_parts(m.d, m.k, &storage, m.info)?;
         let mut out = vec![T::ZERO; x.rows * out_w];
         let in_w = x.cols;
-        fastica::map_rows(&x.data, in_w, &mut out, out_w, threads, |xi, oi| {
+        let pool = fastica::pool(threads)?;
+        fastica::map_rows(&pool, &x.data, in_w, &mut out, out_w, |xi, oi| {
             if inverse {
                 view.inverse_transform_rows(xi, oi)
             } else {
@@ -481,14 +499,15 @@ fn run_apply(a: &ApplyArgs, inverse: bool) -> Result<serde_json::Value> {
         })?;
         io::Matrix::new(x.rows, out_w, out)
     }
+    let input = a.input.display();
     if model.dtype == "float32" {
         let x = table.to_f32();
-        io::write_npy(&a.output, &apply(&model, &x, out_w, inverse, t)?)?;
+        let out = apply(&model, &x, out_w, inverse, t).with_context(|| format!("{input}"))?;
+        io::write_npy(&a.output, &out)?;
     } else {
-        io::write_npy(
-            &a.output,
-            &apply(&model, &table.to_f64(), out_w, inverse, t)?,
-        )?;
+        let out = apply(&model, &table.to_f64(), out_w, inverse, t)
+            .with_context(|| format!("{input}"))?;
+        io::write_npy(&a.output, &out)?;
     }
     Ok(serde_json::json!({"output": a.output, "n_samples": n, "n_columns": out_w}))
 }

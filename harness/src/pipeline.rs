@@ -1,82 +1,44 @@
 //! The jobs behind the subcommands, on in-memory tables.
 
+use crate::fastica::{map_rows, pool, run_pass};
 use crate::io::Matrix;
 use anyhow::Result;
 use serde_json::{Value, json};
 use unmix::Float;
-use unmix::moments::MomentsBuf;
+use unmix::ica::MomentsPass;
 use unmix::whiten::{self, Method, Rotation, WhitenOptions, WhitenerBuf};
-
-/// Rows per chunk of a parallel pass. Fixed, so results do not depend on the thread count.
-pub const CHUNK_ROWS: usize = 4096;
 
 /// Owned moments of a table, built by [`moments`].
 pub struct OwnedMoments {
-    d: usize,
-    buf: Vec<f64>,
-    n: u64,
+    pass: MomentsPass,
+    total: Vec<f64>,
 }
 
-/// Accumulates the moments of `x` over `threads` threads: fixed chunks of [`CHUNK_ROWS`] rows,
-/// each summarised alone, merged in chunk order. Same bits for any `threads`.
-pub fn moments<T: Float>(x: &Matrix<T>, threads: usize) -> Result<OwnedMoments> {
-    let d = x.cols;
-    let mut total_buf = vec![0.0; MomentsBuf::buffer_len(d)];
-    let mut total = MomentsBuf::new(d, &mut total_buf)?;
-    let chunks: Vec<(usize, &[T])> = x.data.chunks(CHUNK_ROWS * d).enumerate().collect();
-    for group in chunks.chunks(threads.max(1)) {
-        let partials: Vec<Result<(u64, Vec<f64>)>> = std::thread::scope(|s| {
-            let handles: Vec<_> = group
-                .iter()
-                .map(|&(index, rows)| {
-                    s.spawn(move || -> Result<(u64, Vec<f64>)> {
-                        let mut buf = vec![0.0; MomentsBuf::buffer_len(d)];
-                        let mut m = MomentsBuf::new(d, &mut buf)?;
-                        crate::simd::fastest(
-                            #[inline(always)]
-                            || m.accumulate(rows),
-                        )
-                        .map_err(|e| renumber(e, index))?;
-                        Ok((m.as_ref().n_samples(), buf))
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().expect("moment thread panicked"))
-                .collect()
-        });
-        for p in partials {
-            let (n, buf) = p?;
-            let view = unmix::moments::MomentsRef::from_parts(n, d, &buf[..d], &buf[d..d + d * d])?;
-            total.merge(view)?;
-        }
-    }
-    let n = total.as_ref().n_samples();
-    Ok(OwnedMoments {
-        d,
-        buf: total_buf,
-        n,
-    })
-}
-
-/// Row numbers in errors from chunk `index` count from the start of the table.
-fn renumber(e: unmix::Error, index: usize) -> unmix::Error {
-    match e {
-        unmix::Error::NonFinite { row, col } => unmix::Error::NonFinite {
-            row: row + (index * CHUNK_ROWS) as u64,
-            col,
-        },
-        other => other,
-    }
+/// Accumulates the moments of `x` on `pool`: the core's [`MomentsPass`] over fixed chunks, merged
+/// in chunk order. Same bits for any number of threads; errors name rows of the whole table.
+pub fn moments<T: Float + Send + Sync>(
+    x: &Matrix<T>,
+    pool: &rayon::ThreadPool,
+) -> Result<OwnedMoments> {
+    let pass = MomentsPass::new(x.cols)?;
+    let mut total = vec![0.0; MomentsPass::partial_len_for(x.cols)];
+    run_pass(
+        pool,
+        pool.current_num_threads(),
+        &x.data,
+        x.cols,
+        &pass,
+        &mut total,
+    )?;
+    Ok(OwnedMoments { pass, total })
 }
 
 impl OwnedMoments {
     /// The moments as the core's view.
     pub fn view(&self) -> unmix::moments::MomentsRef<'_> {
-        let d = self.d;
-        unmix::moments::MomentsRef::from_parts(self.n, d, &self.buf[..d], &self.buf[d..d + d * d])
-            .expect("buffer laid out by MomentsBuf")
+        self.pass
+            .view(&self.total)
+            .expect("total laid out by MomentsPass")
     }
 }
 
@@ -102,10 +64,14 @@ pub struct Whitened<T> {
 }
 
 /// Fits a whitener on `x` and whitens it.
-pub fn whiten<T: Float + serde::Serialize>(x: &Matrix<T>, job: &WhitenJob) -> Result<Whitened<T>> {
+pub fn whiten<T: Float + Send + Sync + serde::Serialize>(
+    x: &Matrix<T>,
+    job: &WhitenJob,
+) -> Result<Whitened<T>> {
     let (n, d) = (x.rows, x.cols);
     let k = job.n_components.unwrap_or(d);
-    let m = moments(x, job.threads)?;
+    let pool = pool(job.threads)?;
+    let m = moments(x, &pool)?;
     let mut storage = vec![T::ZERO; whiten::storage_len(d, k)];
     let mut ws = vec![0.0; whiten::workspace_len(d, k)];
     let mut w = WhitenerBuf::new(d, k, &mut storage)?;
@@ -119,9 +85,17 @@ pub fn whiten<T: Float + serde::Serialize>(x: &Matrix<T>, job: &WhitenJob) -> Re
         })?;
     let view = w.view();
     let mut z = vec![T::ZERO; n * k];
-    view.transform_rows(&x.data, &mut z)?;
+    map_rows(
+        &pool,
+        &x.data,
+        d,
+        &mut z,
+        k,
+        #[inline(always)]
+        |xi, zi| view.transform_rows(xi, zi),
+    )?;
     let z = Matrix::new(n, k, z)?;
-    let zm = moments(&z, job.threads)?;
+    let zm = moments(&z, &pool)?;
     let mut cov = vec![0.0; k * k];
     zm.view().covariance_into(job.options.ddof, &mut cov)?;
     let max_cov_error = cov

@@ -402,3 +402,52 @@ fn bad_input_is_a_clear_error() {
         &[&out],
     );
 }
+
+/// A non-finite value met by `transform` / `inverse-transform` on two threads is reported with
+/// its row in the whole file (not within a thread's chunk) and the file's name, and no output is
+/// left behind.
+#[test]
+fn transforms_name_the_file_and_the_global_row_of_a_non_finite_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (x_path, m) = (d.join("x.npy"), d.join("m.json"));
+    let x = write_mixed(&x_path, 9000);
+    let o = unmix(&["fit", "--input", s(&x_path), "--model", s(&m)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for (inverse, row, col) in [(false, 7000usize, 2usize), (true, 8999, 0)] {
+        let mut bad = x.clone();
+        bad[row * 4 + col] = if inverse { f64::INFINITY } else { f64::NAN };
+        let bad_path = d.join(format!("bad{inverse}.npy"));
+        let matrix = harness::io::Matrix::new(9000, 4, bad).unwrap();
+        harness::io::write_npy(&bad_path, &matrix).unwrap();
+        let out = d.join("out.npy");
+        let command = if inverse {
+            "inverse-transform"
+        } else {
+            "transform"
+        };
+        let o = unmix(&[
+            command,
+            "--model",
+            s(&m),
+            "--input",
+            s(&bad_path),
+            "--output",
+            s(&out),
+            "--threads",
+            "2",
+        ]);
+        let err = stderr(&o);
+        assert!(!o.status.success(), "{command} accepted a non-finite value");
+        assert!(
+            err.contains(&format!("row {row}, column {col}")),
+            "{command}: {err}"
+        );
+        assert!(
+            err.contains(s(&bad_path)),
+            "{command} does not name the file: {err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+        assert!(!out.exists(), "{command} left {} behind", out.display());
+    }
+}

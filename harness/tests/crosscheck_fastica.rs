@@ -57,7 +57,7 @@ fn fit<T: Float>(x: &[T], d: usize, k: usize, opts: &FastIcaOptions, w_init: &[f
     let n = x.len() / d;
     let mut storage = vec![T::ZERO; model_len(d, k)];
     let mut model = FastIcaBuf::new(d, k, &mut storage).unwrap();
-    let mut z = vec![T::ZERO; n * k];
+    let mut z = vec![T::ZERO; unmix::ica::fit_scratch_len(n, d, k)];
     let mut ws = vec![0.0; fit_workspace_len(d, k)];
     let info = model
         .fit(x, opts, WInit::Matrix(w_init), &mut z, &mut ws)

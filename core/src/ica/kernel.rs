@@ -1,4 +1,4 @@
-//! The two small dense products of a parallel FastICA pass, over a block of rows held
+//! The two dense products of a parallel FastICA pass, over a block of rows held
 //! feature-major (column `j` at `j * stride ..`): `Y = W Z` and `G += g(Y) Z'`.
 //!
 //! Register-blocked, so that each value loaded feeds several multiply-adds, and written over
@@ -6,6 +6,37 @@
 //! output is summed in exactly the order of the plain loops (tested below), so the bits do not
 //! depend on the blocking or the vector width. On x86-64 both are `inline(always)`, so that
 //! they are compiled for whatever target features their caller enables (the CLI's AVX2 path).
+
+/// The dense products of a parallel FastICA pass over one block of rows held feature-major
+/// (column `j` of a block at `j * stride ..`).
+///
+/// The driver takes one, so that a host can plug in kernels built for its CPU while firmware
+/// keeps the portable one. Blocks hold `f64` values; an implementation must give the same result
+/// for every thread count (it sees one block at a time, so any fixed summation order does).
+pub trait Kernel: Copy + Sync {
+    /// `y_i = sum_j w_ij z_j` for `i < k` over the first `n` lanes (`w` is `k x k` row-major);
+    /// lanes from `n` up to the next multiple of 4 (at most `stride`) may be overwritten.
+    fn unmix_block(&self, w: &[f64], k: usize, z: &[f64], y: &mut [f64], stride: usize, n: usize);
+    /// `out[i k + j] += <g_i, z_j>` over the first `n` lanes.
+    #[allow(clippy::too_many_arguments)]
+    fn gram_block(&self, g: &[f64], z: &[f64], k: usize, stride: usize, n: usize, out: &mut [f64]);
+}
+
+/// The core's kernel: register-blocked plain Rust, vectorised for whatever the build targets,
+/// the same bits on every target (see the module docs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Portable;
+
+impl Kernel for Portable {
+    #[cfg_attr(target_arch = "x86_64", inline(always))]
+    fn unmix_block(&self, w: &[f64], k: usize, z: &[f64], y: &mut [f64], stride: usize, n: usize) {
+        unmix_block(w, k, z, y, stride, n)
+    }
+    #[cfg_attr(target_arch = "x86_64", inline(always))]
+    fn gram_block(&self, g: &[f64], z: &[f64], k: usize, stride: usize, n: usize, out: &mut [f64]) {
+        gram_block(g, z, k, stride, n, out)
+    }
+}
 
 /// Lanes per register tile: rows `r, r + 1, r + 2, r + 3` of the block.
 const LANES: usize = 4;

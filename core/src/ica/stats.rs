@@ -13,7 +13,7 @@
 use crate::error::{Error, Result, prefix_mut};
 use crate::float::Float;
 use crate::ica::contrast::Contrast;
-use crate::ica::kernel;
+use crate::ica::kernel::{Kernel, Portable};
 use crate::moments::check_rows;
 
 /// Rows per chunk of every pass.
@@ -34,6 +34,16 @@ impl<'a> Sums<'a> {
         let (total, partial) = buf.split_at_mut(len);
         Ok(Self {
             rows: 0,
+            total,
+            partial,
+        })
+    }
+    /// Sums over `rows` rows already in `buf` (as [`Sums::new`] left it), not zeroed.
+    fn resume(len: usize, buf: &'a mut [f64], rows: u64) -> Result<Self> {
+        let buf = prefix_mut(buf, 2 * len)?;
+        let (total, partial) = buf.split_at_mut(len);
+        Ok(Self {
+            rows,
             total,
             partial,
         })
@@ -117,13 +127,21 @@ fn sum_lanes(v: &[f64]) -> f64 {
     ((acc[0] + acc[1]) + (acc[2] + acc[3])) + tail
 }
 
+const fn parallel_buffer_len(k: usize) -> usize {
+    2 * (k * k + k) + k * k + 2 * k * BLOCK_ROWS + BLOCK_ROWS
+}
+
 /// Statistics of one parallel-FastICA pass: `G = sum g(W z) z'` and `b = sum g'(W z)`.
 ///
 /// Rows are held back until a block of [`BLOCK_ROWS`] fills; [`flush`](Self::flush) processes the
 /// rest (the driver does it before using the sums; call it before [`merge`](Self::merge)). Every
 /// row of one pass must use the same `W`.
+///
+/// The two dense products of each block run on a [`Kernel`] (by default the core's [`Portable`]
+/// one; see [`with_kernel`](Self::with_kernel)).
 #[derive(Debug)]
-pub struct ParallelStats<'a> {
+pub struct ParallelStats<'a, K = Portable> {
+    kernel: K,
     k: usize,
     sums: Sums<'a>,
     w: &'a mut [f64],
@@ -136,18 +154,35 @@ pub struct ParallelStats<'a> {
 impl<'a> ParallelStats<'a> {
     /// `f64` elements of buffer needed for `k` components.
     pub const fn buffer_len(k: usize) -> usize {
-        2 * (k * k + k) + k * k + 2 * k * BLOCK_ROWS + BLOCK_ROWS
+        parallel_buffer_len(k)
     }
-    /// Empty statistics for `k` components in `buf`.
+    /// Empty statistics for `k` components in `buf`, on the [`Portable`] kernel.
     pub fn new(k: usize, buf: &'a mut [f64]) -> Result<Self> {
-        let buf = prefix_mut(buf, Self::buffer_len(k))?;
+        Self::with_kernel(k, buf, Portable)
+    }
+}
+
+impl<'a, K: Kernel> ParallelStats<'a, K> {
+    /// Empty statistics for `k` components in `buf` whose dense products run on `kernel`.
+    pub fn with_kernel(k: usize, buf: &'a mut [f64], kernel: K) -> Result<Self> {
+        let buf = prefix_mut(buf, Self::len_for(k))?;
+        buf.fill(0.0);
+        Self::resume(k, buf, 0, kernel)
+    }
+    const fn len_for(k: usize) -> usize {
+        parallel_buffer_len(k)
+    }
+    /// Statistics of `rows` flushed rows already in `buf` (as another `ParallelStats` left it).
+    pub(crate) fn resume(k: usize, buf: &'a mut [f64], rows: u64, kernel: K) -> Result<Self> {
+        let buf = prefix_mut(buf, Self::len_for(k))?;
         let (sums, rest) = buf.split_at_mut(2 * (k * k + k));
         let (w, rest) = rest.split_at_mut(k * k);
         let (zb, rest) = rest.split_at_mut(k * BLOCK_ROWS);
         let (yb, gp) = rest.split_at_mut(k * BLOCK_ROWS);
         Ok(Self {
+            kernel,
             k,
-            sums: Sums::new(k * k + k, sums)?,
+            sums: Sums::resume(k * k + k, sums, rows)?,
             w,
             zb,
             yb,
@@ -203,20 +238,22 @@ impl<'a> ParallelStats<'a> {
     fn process_block<C: Contrast>(&mut self, contrast: &C) {
         let (k, nb) = (self.k, self.pending);
         let col = |j: usize| j * BLOCK_ROWS..j * BLOCK_ROWS + nb;
-        kernel::unmix_block(self.w, k, self.zb, self.yb, BLOCK_ROWS, nb);
+        self.kernel
+            .unmix_block(self.w, k, self.zb, self.yb, BLOCK_ROWS, nb);
         let partial = &mut self.sums.partial;
         for i in 0..k {
             let yi = &mut self.yb[col(i)];
             contrast.eval_block(yi, &mut self.gp[..nb]);
             partial[k * k + i] += sum_lanes(&self.gp[..nb]);
         }
-        kernel::gram_block(self.yb, self.zb, k, BLOCK_ROWS, nb, &mut partial[..k * k]);
+        self.kernel
+            .gram_block(self.yb, self.zb, k, BLOCK_ROWS, nb, &mut partial[..k * k]);
         self.sums.add_rows(nb as u64);
         self.pending = 0;
     }
     /// Adds statistics that continue this pass (see the module docs for when bits agree). Both
     /// must be flushed.
-    pub fn merge(&mut self, other: &ParallelStats<'_>) -> Result<()> {
+    pub fn merge<L>(&mut self, other: &ParallelStats<'_, L>) -> Result<()> {
         if self.pending > 0 || other.pending > 0 {
             return Err(Error::InvalidParameter(
                 "flush parallel statistics before merging them",
@@ -260,6 +297,16 @@ impl<'a> DeflationStats<'a> {
         Ok(Self {
             k,
             sums: Sums::new(k + 1, sums)?,
+            row,
+        })
+    }
+    /// Statistics of `rows` rows already in `buf` (as another `DeflationStats` left it).
+    pub(crate) fn resume(k: usize, buf: &'a mut [f64], rows: u64) -> Result<Self> {
+        let buf = prefix_mut(buf, Self::buffer_len(k))?;
+        let (sums, row) = buf.split_at_mut(2 * (k + 1));
+        Ok(Self {
+            k,
+            sums: Sums::resume(k + 1, sums, rows)?,
             row,
         })
     }
@@ -325,6 +372,13 @@ impl<'a> SourceStats<'a> {
         Ok(Self {
             k,
             sums: Sums::new(4 * k, buf)?,
+        })
+    }
+    /// Statistics of `rows` rows already in `buf` (as another `SourceStats` left it).
+    pub(crate) fn resume(k: usize, buf: &'a mut [f64], rows: u64) -> Result<Self> {
+        Ok(Self {
+            k,
+            sums: Sums::resume(4 * k, buf, rows)?,
         })
     }
     /// Adds white rows `z` (`n x k`) unmixed by `w` (`k x k`).

@@ -1,0 +1,451 @@
+//! The one FastICA fit: passes over the samples, run by an [`Executor`], with the dense products on
+//! a [`Kernel`].
+//!
+//! A fit is a short list of passes, each a mergeable reduction ([`Pass`]): the moments of the
+//! input ([`MomentsPass`]), then, once the whitening is known, passes over the white rows: one per
+//! iteration ([`ParallelPass`] or [`DeflationPass`]) and one for the moments of the sources
+//! ([`SourcePass`]). The driver decides what each pass computes; the executor decides where the
+//! rows are and who runs them: [`InMemory`] runs them one after the other over rows in memory
+//! (firmware, a single thread); the `unmix` command runs fixed chunks on a thread pool; a
+//! cluster can run them shard by shard. Every pass's partial results are merged in row order,
+//! so the result does not depend on how the rows were split, as long as each piece starts at a
+//! multiple of [`CHUNK`] rows.
+
+use crate::error::{Error, Result, prefix_mut};
+use crate::float::Float;
+use crate::ica::contrast::Contrast;
+use crate::ica::kernel::Kernel;
+use crate::ica::options::{Algorithm, IcaInfo, IcaOptions};
+use crate::ica::stats::{CHUNK, DeflationStats, ParallelStats, SourceStats};
+use crate::ica::update;
+use crate::moments::{MomentsBuf, MomentsRef};
+use crate::whiten::WhitenerView;
+
+/// One mergeable reduction over rows: what a pass computes, whoever runs it.
+///
+/// A partial result is `partial_len()` `f64` values, zeroed before its first rows. An executor
+/// splits the rows into pieces, each starting at a multiple of [`CHUNK`] rows from the first row
+/// of the pass (the last may be shorter), feeds each piece to [`accumulate`](Self::accumulate)
+/// on some partial (the same partial may take consecutive pieces), and folds the partials into
+/// the total with [`merge`](Self::merge) in row order. Any such split gives the same bits.
+pub trait Pass<T>: Sync {
+    /// `f64` elements of a partial result.
+    fn partial_len(&self) -> usize;
+    /// Adds `rows` (row-major, whole rows of the pass's width), the first of which is row
+    /// `first` of the pass, to `partial`. Errors name rows counted from the start of the pass.
+    fn accumulate(&self, partial: &mut [f64], first: u64, rows: &[T]) -> Result<()>;
+    /// Adds `next`, the partial result of the rows that follow those of `total`, to `total`.
+    fn merge(&self, total: &mut [f64], next: &[f64]) -> Result<()>;
+}
+
+/// Which rows a pass runs over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rows {
+    /// The input samples (`d` wide).
+    Input,
+    /// The samples as [`Executor::whiten`] left them (`k` wide).
+    White,
+}
+
+/// Runs passes over the samples of one fit.
+pub trait Executor<T: Float> {
+    /// Runs `pass` over every row of `rows`, leaving the merged result in `total`
+    /// (`pass.partial_len()` values, zeroed by the caller).
+    fn pass<P: Pass<T>>(&mut self, rows: Rows, pass: &P, total: &mut [f64]) -> Result<()>;
+    /// Makes [`Rows::White`] the input whitened by `whitener` (`z = W (x - mean)`, computed with
+    /// [`WhitenerView::transform_rows`] so that every executor gives the same rows), or the input
+    /// itself when `whitener` is `None`. Called once per fit, before any white pass.
+    fn whiten(&mut self, whitener: Option<&WhitenerView<'_, T>>) -> Result<()>;
+}
+
+/// An [`Executor`] over row-major samples in memory, one pass after the other on this thread.
+#[derive(Debug)]
+pub struct InMemory<'a, T> {
+    x: &'a [T],
+    z: &'a mut [T],
+    white_is_input: bool,
+    k: usize,
+}
+
+impl<'a, T: Float> InMemory<'a, T> {
+    /// Passes over `x`; `z` receives the whitened rows (`n x k`; may be empty when the fit does
+    /// not whiten).
+    pub fn new(x: &'a [T], z: &'a mut [T]) -> Self {
+        Self {
+            x,
+            z,
+            white_is_input: false,
+            k: 0,
+        }
+    }
+}
+
+impl<T: Float> Executor<T> for InMemory<'_, T> {
+    fn pass<P: Pass<T>>(&mut self, rows: Rows, pass: &P, total: &mut [f64]) -> Result<()> {
+        let data: &[T] = match rows {
+            Rows::Input => self.x,
+            Rows::White if self.white_is_input => self.x,
+            Rows::White => &self.z[..],
+        };
+        pass.accumulate(total, 0, data)
+    }
+    fn whiten(&mut self, whitener: Option<&WhitenerView<'_, T>>) -> Result<()> {
+        match whitener {
+            None => self.white_is_input = true,
+            Some(v) => {
+                let (d, k) = (v.n_features(), v.n_components());
+                let n = crate::moments::check_rows(self.x, d, 0)?;
+                let z = prefix_mut(self.z, n * k)?;
+                v.transform_rows(self.x, z)?;
+                self.k = k;
+                self.white_is_input = false;
+                let len = n * k;
+                // Later passes see exactly the rows written.
+                let z = core::mem::take(&mut self.z);
+                self.z = &mut z[..len];
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Row numbers in errors from rows counted from `offset`.
+fn renumber(e: Error, offset: u64) -> Error {
+    match e {
+        Error::NonFinite { row, col } => Error::NonFinite {
+            row: row.wrapping_add(offset),
+            col,
+        },
+        other => other,
+    }
+}
+
+/// Splits a partial into its row count (stored as `f64`, exact below 2^53) and the rest.
+fn split_rows(partial: &mut [f64]) -> Result<(u64, &mut [f64])> {
+    let (head, rest) = partial.split_first_mut().ok_or(Error::BufferTooSmall {
+        needed: 1,
+        found: 0,
+    })?;
+    Ok((*head as u64, rest))
+}
+
+/// The mean and centred sum of products of the input rows: each [`CHUNK`] of rows is summarised
+/// alone and merged in order (Chan's update), so every split gives the same bits.
+#[derive(Clone, Copy, Debug)]
+pub struct MomentsPass {
+    d: usize,
+}
+
+impl MomentsPass {
+    /// Moments of `d` features.
+    pub fn new(d: usize) -> Result<Self> {
+        if d == 0 {
+            return Err(Error::InvalidParameter(
+                "number of features must be at least 1",
+            ));
+        }
+        Ok(Self { d })
+    }
+    /// [`Pass::partial_len`] for `d` features.
+    pub const fn partial_len_for(d: usize) -> usize {
+        1 + 2 * MomentsBuf::buffer_len(d)
+    }
+    /// The moments in a finished total.
+    pub fn view<'a>(&self, total: &'a [f64]) -> Result<MomentsRef<'a>> {
+        let d = self.d;
+        let total = crate::error::prefix(total, Self::partial_len_for(d))?;
+        MomentsRef::from_parts(
+            total[0] as u64,
+            d,
+            &total[1..1 + d],
+            &total[1 + d..1 + d + d * d],
+        )
+    }
+}
+
+impl<T: Float> Pass<T> for MomentsPass {
+    fn partial_len(&self) -> usize {
+        Self::partial_len_for(self.d)
+    }
+    #[cfg_attr(target_arch = "x86_64", inline(always))] // into the CLI's AVX2 code (harness simd.rs)
+    fn accumulate(&self, partial: &mut [f64], first: u64, rows: &[T]) -> Result<()> {
+        let d = self.d;
+        let partial = prefix_mut(partial, Self::partial_len_for(d))?;
+        let (n, rest) = split_rows(partial)?;
+        let (acc, scratch) = rest.split_at_mut(MomentsBuf::buffer_len(d));
+        let mut acc = MomentsBuf::resume(d, acc, n)?;
+        for (i, chunk) in rows.chunks(CHUNK * d).enumerate() {
+            let mut m = MomentsBuf::new(d, scratch)?;
+            m.accumulate(chunk)
+                .map_err(|e| renumber(e, first + (i * CHUNK) as u64))?;
+            acc.merge(m.as_ref())?;
+        }
+        partial[0] = acc.as_ref().n_samples() as f64;
+        Ok(())
+    }
+    fn merge(&self, total: &mut [f64], next: &[f64]) -> Result<()> {
+        let next = self.view(next)?;
+        let d = self.d;
+        let total = prefix_mut(total, Self::partial_len_for(d))?;
+        let (n, rest) = split_rows(total)?;
+        let mut acc = MomentsBuf::resume(d, &mut rest[..MomentsBuf::buffer_len(d)], n)?;
+        acc.merge(next)?;
+        total[0] = acc.as_ref().n_samples() as f64;
+        Ok(())
+    }
+}
+
+/// One parallel-FastICA pass at unmixing `w` ([`ParallelStats`]: `sum g(W z) z'` and
+/// `sum g'(W z)`), its products on kernel `K`.
+#[derive(Clone, Copy, Debug)]
+pub struct ParallelPass<'a, C, K> {
+    w: &'a [f64],
+    k: usize,
+    contrast: &'a C,
+    kernel: K,
+}
+
+impl<'a, C: Contrast, K: Kernel> ParallelPass<'a, C, K> {
+    /// The pass at `w` (`k x k`).
+    pub fn new(w: &'a [f64], k: usize, contrast: &'a C, kernel: K) -> Result<Self> {
+        check_len(w, k * k)?;
+        Ok(Self {
+            w,
+            k,
+            contrast,
+            kernel,
+        })
+    }
+    /// [`Pass::partial_len`] for `k` components.
+    pub const fn partial_len_for(k: usize) -> usize {
+        1 + ParallelStats::buffer_len(k)
+    }
+    /// `G` (`k x k`) then `b` (`k`) of a finished total into `out`; returns the row count.
+    pub fn finish(&self, total: &mut [f64], out: &mut [f64]) -> Result<u64> {
+        let (n, rest) = split_rows(total)?;
+        let mut s = ParallelStats::resume(self.k, rest, n, self.kernel)?;
+        s.finish(self.contrast, prefix_mut(out, self.k * self.k + self.k)?)
+    }
+}
+
+fn check_len(w: &[f64], len: usize) -> Result<()> {
+    if w.len() != len {
+        return Err(Error::DimensionMismatch {
+            expected: len,
+            found: w.len(),
+        });
+    }
+    Ok(())
+}
+
+impl<T: Float, C: Contrast, K: Kernel> Pass<T> for ParallelPass<'_, C, K> {
+    fn partial_len(&self) -> usize {
+        Self::partial_len_for(self.k)
+    }
+    #[cfg_attr(target_arch = "x86_64", inline(always))] // into the CLI's AVX2 code (harness simd.rs)
+    fn accumulate(&self, partial: &mut [f64], first: u64, rows: &[T]) -> Result<()> {
+        let (n, rest) = split_rows(partial)?;
+        let mut s = ParallelStats::resume(self.k, rest, n, self.kernel)?;
+        s.accumulate(self.w, rows, self.contrast)
+            .map_err(|e| renumber(e, first.wrapping_sub(n)))?;
+        s.flush(self.contrast);
+        partial[0] = s.rows() as f64;
+        Ok(())
+    }
+    fn merge(&self, total: &mut [f64], next: &[f64]) -> Result<()> {
+        merge_sums(total, next, self.k * self.k + self.k)
+    }
+}
+
+/// Merges partials laid out as `[rows | Sums (total, partial) of len | ...]`: the same
+/// additions as the statistics' own `merge`.
+fn merge_sums(total: &mut [f64], next: &[f64], len: usize) -> Result<()> {
+    let total = prefix_mut(total, 1 + 2 * len)?;
+    let next = crate::error::prefix(next, 1 + 2 * len)?;
+    for (t, n) in total.iter_mut().zip(next) {
+        *t += *n;
+    }
+    Ok(())
+}
+
+/// One deflation pass for the unit vector `w` ([`DeflationStats`]: `sum z g(w'z)` and
+/// `sum g'(w'z)`).
+#[derive(Clone, Copy, Debug)]
+pub struct DeflationPass<'a, C> {
+    w: &'a [f64],
+    k: usize,
+    contrast: &'a C,
+}
+
+impl<'a, C: Contrast> DeflationPass<'a, C> {
+    /// The pass for `w` (`k`).
+    pub fn new(w: &'a [f64], k: usize, contrast: &'a C) -> Result<Self> {
+        check_len(w, k)?;
+        Ok(Self { w, k, contrast })
+    }
+    /// [`Pass::partial_len`] for `k` components.
+    pub const fn partial_len_for(k: usize) -> usize {
+        1 + DeflationStats::buffer_len(k)
+    }
+    /// `s` (`k`) then `b` of a finished total into `out`; returns the row count.
+    pub fn finish(&self, total: &mut [f64], out: &mut [f64]) -> Result<u64> {
+        let (n, rest) = split_rows(total)?;
+        DeflationStats::resume(self.k, rest, n)?.finish(prefix_mut(out, self.k + 1)?)
+    }
+}
+
+impl<T: Float, C: Contrast> Pass<T> for DeflationPass<'_, C> {
+    fn partial_len(&self) -> usize {
+        Self::partial_len_for(self.k)
+    }
+    #[cfg_attr(target_arch = "x86_64", inline(always))] // into the CLI's AVX2 code (harness simd.rs)
+    fn accumulate(&self, partial: &mut [f64], first: u64, rows: &[T]) -> Result<()> {
+        let (n, rest) = split_rows(partial)?;
+        let mut s = DeflationStats::resume(self.k, rest, n)?;
+        s.accumulate(self.w, rows, self.contrast)
+            .map_err(|e| renumber(e, first.wrapping_sub(n)))?;
+        partial[0] = s.rows() as f64;
+        Ok(())
+    }
+    fn merge(&self, total: &mut [f64], next: &[f64]) -> Result<()> {
+        merge_sums(total, next, self.k + 1)
+    }
+}
+
+/// Power sums of the sources `y = W z` ([`SourceStats`]).
+#[derive(Clone, Copy, Debug)]
+pub struct SourcePass<'a> {
+    w: &'a [f64],
+    k: usize,
+}
+
+impl<'a> SourcePass<'a> {
+    /// The pass at `w` (`k x k`).
+    pub fn new(w: &'a [f64], k: usize) -> Result<Self> {
+        check_len(w, k * k)?;
+        Ok(Self { w, k })
+    }
+    /// [`Pass::partial_len`] for `k` components.
+    pub const fn partial_len_for(k: usize) -> usize {
+        1 + SourceStats::buffer_len(k)
+    }
+    /// `sum y, y^2, y^3, y^4` per source (`4k`) of a finished total into `out`; returns the row
+    /// count.
+    pub fn finish(&self, total: &mut [f64], out: &mut [f64]) -> Result<u64> {
+        let (n, rest) = split_rows(total)?;
+        SourceStats::resume(self.k, rest, n)?.finish(prefix_mut(out, 4 * self.k)?)
+    }
+}
+
+impl<T: Float> Pass<T> for SourcePass<'_> {
+    fn partial_len(&self) -> usize {
+        Self::partial_len_for(self.k)
+    }
+    #[cfg_attr(target_arch = "x86_64", inline(always))] // into the CLI's AVX2 code (harness simd.rs)
+    fn accumulate(&self, partial: &mut [f64], first: u64, rows: &[T]) -> Result<()> {
+        let (n, rest) = split_rows(partial)?;
+        let mut s = SourceStats::resume(self.k, rest, n)?;
+        s.accumulate(self.w, rows)
+            .map_err(|e| renumber(e, first.wrapping_sub(n)))?;
+        partial[0] = s.rows() as f64;
+        Ok(())
+    }
+    fn merge(&self, total: &mut [f64], next: &[f64]) -> Result<()> {
+        merge_sums(total, next, 4 * self.k)
+    }
+}
+
+pub(crate) fn rows_at_least_two(n: u64) -> Result<u64> {
+    if n < 2 {
+        return Err(Error::TooFewSamples { n, needed: 2 });
+    }
+    Ok(n)
+}
+
+/// `f64` workspace [`unmix`] needs for `k` components.
+pub(crate) const fn unmix_workspace_len(k: usize) -> usize {
+    let p =
+        ParallelPass::<'static, crate::ica::LogCosh, crate::ica::kernel::Portable>::partial_len_for(
+            k,
+        );
+    let d = DeflationPass::<'static, crate::ica::LogCosh>::partial_len_for(k);
+    let stats = if p > d { p } else { d };
+    stats + (k * k + k) + k * k + update::sym_workspace_len(k)
+}
+
+/// Runs FastICA's iterations over the white rows of `exec` (`k` components), from the start `w`
+/// (`k x k`, row-major; checked: finite and not singular), leaving the unmixing in `w`.
+/// `on_iteration(iteration, change)` is called after each step (deflation: with the row's step).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn unmix<T: Float, E: Executor<T>, C: Contrast, K: Kernel>(
+    exec: &mut E,
+    kernel: K,
+    k: usize,
+    contrast: &C,
+    opts: &IcaOptions,
+    w: &mut [f64],
+    ws: &mut [f64],
+    on_iteration: &mut dyn FnMut(usize, f64),
+) -> Result<IcaInfo> {
+    opts.check()?;
+    if k == 0 {
+        return Err(Error::InvalidComponents { k, d: 0 });
+    }
+    let ws = prefix_mut(ws, unmix_workspace_len(k))?;
+    let stats_len = unmix_workspace_len(k) - (k * k + k) - k * k - update::sym_workspace_len(k);
+    let (total, rest) = ws.split_at_mut(stats_len);
+    let (sums, step_ws) = rest.split_at_mut(k * k + k);
+    update::check_start(w, k, step_ws)?;
+    let w = &mut w[..k * k];
+    let mut info = IcaInfo::default();
+    match opts.algorithm {
+        Algorithm::Parallel => {
+            update::sym_decorrelation(w, k, step_ws)?;
+            for it in 1..=opts.max_iter {
+                let pass = ParallelPass::new(w, k, contrast, kernel)?;
+                let total = &mut total[..ParallelPass::<C, K>::partial_len_for(k)];
+                total.fill(0.0);
+                exec.pass(Rows::White, &pass, total)?;
+                let n = rows_at_least_two(pass.finish(total, sums)?)?;
+                let change = update::parallel_step(w, sums, n, k, step_ws)?;
+                on_iteration(it, change);
+                info = IcaInfo {
+                    n_iter: it,
+                    converged: change < opts.tol,
+                    last_change: change,
+                };
+                if info.converged {
+                    break;
+                }
+            }
+        }
+        Algorithm::Deflation => {
+            info.converged = true;
+            for j in 0..k {
+                let row = &mut w[j * k..(j + 1) * k];
+                let norm = libm::sqrt(crate::linalg::dot(row, row));
+                for x in row.iter_mut() {
+                    *x /= norm;
+                }
+                let (mut change, mut iterations) = (f64::INFINITY, 0);
+                for it in 1..=opts.max_iter {
+                    let pass = DeflationPass::new(&w[j * k..(j + 1) * k], k, contrast)?;
+                    let total = &mut total[..DeflationPass::<C>::partial_len_for(k)];
+                    total.fill(0.0);
+                    exec.pass(Rows::White, &pass, total)?;
+                    let n = rows_at_least_two(pass.finish(total, &mut sums[..k + 1])?)?;
+                    change = update::deflation_step(w, j, &sums[..k + 1], n, k, step_ws)?;
+                    on_iteration(it, change);
+                    iterations = it;
+                    if change < opts.tol {
+                        break;
+                    }
+                }
+                info.n_iter = info.n_iter.max(iterations);
+                info.converged &= change < opts.tol;
+                info.last_change = info.last_change.max(change);
+            }
+        }
+    }
+    Ok(info)
+}
