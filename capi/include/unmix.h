@@ -129,6 +129,36 @@ unmix_status unmix_fastica_transform(const double *model, size_t d, size_t k, co
 unmix_status unmix_fastica_inverse_transform(const double *model, size_t d, size_t k,
                                              const double *s, size_t n, double *x);
 
+/* ---- float (f32) entry points: models and rows in float, for single-precision FPUs ----
+ * Model layouts and lengths are those above, counted in floats. Fits sum over samples in double
+ * and round their results to float once; transforms compute in float. */
+
+/* As unmix_whiten_fit (the same workspace of doubles, unmix_whiten_workspace_len). */
+unmix_status unmix_whiten_fit_f32(const float *x, size_t n, size_t d, size_t k, int32_t method,
+                                  uint32_t ddof, int32_t rotate, uint64_t seed, double rank_rtol,
+                                  float *model, size_t model_len, double *workspace,
+                                  size_t workspace_len, unmix_report *report);
+unmix_status unmix_whiten_transform_f32(const float *model, size_t d, size_t k, const float *x,
+                                        size_t n, float *z);
+unmix_status unmix_whiten_inverse_transform_f32(const float *model, size_t d, size_t k,
+                                                const float *z, size_t n, float *x);
+
+/* Floats of scratch (the whitened samples and the model being fitted; SIZE_MAX on overflow) and
+ * doubles of workspace unmix_fastica_fit_f32 needs. */
+size_t unmix_fastica_scratch_len_f32(size_t n, size_t d, size_t k);
+size_t unmix_fastica_workspace_len_f32(size_t d, size_t k);
+
+/* As unmix_fastica_fit, for float samples and model (options->w_init stays double). */
+unmix_status unmix_fastica_fit_f32(const float *x, size_t n, size_t d, size_t k,
+                                   const unmix_fastica_options *options, float *model,
+                                   size_t model_len, float *scratch, size_t scratch_len,
+                                   double *workspace, size_t workspace_len,
+                                   unmix_fastica_report *report);
+unmix_status unmix_fastica_transform_f32(const float *model, size_t d, size_t k, const float *x,
+                                         size_t n, float *s);
+unmix_status unmix_fastica_inverse_transform_f32(const float *model, size_t d, size_t k,
+                                                 const float *s, size_t n, float *x);
+
 /* ---- Metrics ---- */
 
 /* Area under the ROC curve of scores for labels (true = positive), exact with ties (scikit-learn's
