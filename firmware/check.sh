@@ -57,6 +57,19 @@ if [ "$(measure stack_high_water)" -gt 4096 ]; then
   exit 1
 fi
 
+# Nothing hidden in RAM: .data + .bss is the statics listed above plus a few bytes (the SysTick
+# wrap counter, cortex-m-rt's and critical-section's flags).
+listed=0
+for name in $(sed -n 's/^measure \(static_[a-z_]*\) .*/\1/p' "$out/device.txt"); do
+  listed=$((listed + $(measure "$name")))
+done
+ram=$(size "$elf" | awk 'NR == 2 { print $2 + $3 }')
+echo "firmware: RAM: .data + .bss = $ram bytes, of which the listed statics are $listed"
+if [ $((ram - listed)) -gt 32 ] || [ "$ram" -lt "$listed" ]; then
+  echo "firmware: FAIL: RAM holds more than the listed statics" >&2
+  exit 1
+fi
+
 echo "firmware: text, data, bss in bytes (LTO; no formatting code is linked):"
 printf '  opt-level = "s": '
 size "$elf" | awk 'NR == 2 { print $1, $2, $3 }'

@@ -58,29 +58,24 @@ static SCORE_WS: Mutex<RefCell<[f64; CrossMomentsBuf::buffer_len(K, K)]>> =
     Mutex::new(RefCell::new([0.0; CrossMomentsBuf::buffer_len(K, K)]));
 const MATCH_WS: (usize, usize) = assignment::workspace_len(K, K);
 
-/// Bytes of each static, for the RAM budget.
+/// Bytes of each static (with its mutex and borrow flag), for the RAM budget.
 pub const STATICS: [(&str, usize); 8] = [
-    ("moments", core::mem::size_of::<Moments<D>>()),
-    ("whitener", core::mem::size_of::<Whitener<f32, D, K>>()),
-    ("model", core::mem::size_of::<FastIca<f32, D, K>>()),
-    ("samples", core::mem::size_of::<[[f32; D]; N]>()),
-    (
-        "whiten_workspace",
-        core::mem::size_of::<WhitenWorkspace<D, K>>(),
-    ),
-    (
-        "ica_workspace",
-        core::mem::size_of::<[f64; white_fit_workspace_len(K)]>(),
-    ),
+    ("moments", cell::<Moments<D>>()),
+    ("whitener", cell::<Whitener<f32, D, K>>()),
+    ("model", cell::<FastIca<f32, D, K>>()),
+    ("samples", cell::<[[f32; D]; N]>()),
+    ("whiten_workspace", cell::<WhitenWorkspace<D, K>>()),
+    ("ica_workspace", cell::<[f64; white_fit_workspace_len(K)]>()),
     (
         "score_workspace",
-        core::mem::size_of::<[f64; CrossMomentsBuf::buffer_len(K, K)]>(),
+        cell::<[f64; CrossMomentsBuf::buffer_len(K, K)]>(),
     ),
-    (
-        "staging_model",
-        core::mem::size_of::<[f32; model_len(D, K)]>(),
-    ),
+    ("staging_model", cell::<[f32; model_len(D, K)]>()),
 ];
+/// Bytes of a `static` holding a `T` as these do.
+const fn cell<T>() -> usize {
+    core::mem::size_of::<Mutex<RefCell<T>>>()
+}
 
 /// The fit's [`Executor`]: every pass runs over the sample buffer, which [`whiten`] whitens in
 /// place (D = K), so the fit needs no second `N x K` buffer.
