@@ -76,6 +76,14 @@ size "$elf" | awk 'NR == 2 { print $1, $2, $3 }'
 CARGO_PROFILE_RELEASE_OPT_LEVEL=3 cargo build --release --quiet --target "$target" --target-dir target/o3
 printf '  opt-level = 3:   '
 size "target/o3/$target/release/unmix-firmware" | awk 'NR == 2 { print $1, $2, $3 }'
+# The part the README's goal is about: whitening, FastICA fit and transform (the sensor included),
+# without the scoring and the bad-input runs.
+for level in s 3; do
+  CARGO_PROFILE_RELEASE_OPT_LEVEL=$level cargo build --release --quiet --target "$target" \
+    --features fit-only --target-dir "target/fit-only-$level"
+  printf '  whitening + fit + transform only, opt-level = %s: ' "$level"
+  size "target/fit-only-$level/$target/release/unmix-firmware" | awk 'NR == 2 { print $1, $2, $3 }'
+done
 if nm -C "$elf" | grep -qE 'core::fmt::float|float_to_decimal|flt2dec'; then
   echo "firmware: FAIL: float formatting code is linked" >&2
   exit 1
