@@ -57,7 +57,8 @@ static ICA_WS: Mutex<RefCell<[f64; white_fit_workspace_len(K)]>> =
     Mutex::new(RefCell::new([0.0; white_fit_workspace_len(K)]));
 static STAGING: Mutex<RefCell<[f32; model_len(D, K)]>> =
     Mutex::new(RefCell::new([0.0; model_len(D, K)]));
-// Scoring: streaming cross-moments of true and recovered sources, and the matching's scratch.
+// Scoring: streaming cross-moments of true and recovered sources (the matching, 4 x 4, uses a
+// little stack).
 static SCORE_WS: Mutex<RefCell<[f64; CrossMomentsBuf::buffer_len(K, K)]>> =
     Mutex::new(RefCell::new([0.0; CrossMomentsBuf::buffer_len(K, K)]));
 const MATCH_WS: (usize, usize) = assignment::workspace_len(K, K);
