@@ -27,8 +27,15 @@ typedef enum unmix_status {
     UNMIX_NO_CONVERGENCE = 8,
     UNMIX_INVALID_PARAMETER = 9,
     UNMIX_OVERFLOW = 10,         /* an intermediate result overflowed: rescale the data */
-    UNMIX_SINGLE_CLASS = 11      /* labels of one class only: AUROC is undefined */
+    UNMIX_SINGLE_CLASS = 11,     /* labels of one class only: AUROC is undefined */
+    UNMIX_ZERO_VARIANCE = 12,    /* a constant column: its correlation (MCC) is undefined */
+    UNMIX_INFEASIBLE = 13,       /* no complete assignment avoids the forbidden costs */
+    UNMIX_RAGGED_ROWS = 14       /* a length that is not a whole number of rows */
 } unmix_status;
+
+/* The ABI as the Rust library lays it out: tests/check.c checks the declarations above and
+ * below against it (status values, struct sizes and field offsets). */
+extern const uint32_t unmix_abi_layout[36];
 
 typedef struct unmix_report {
     uint64_t row;          /* first non-finite value: row */
@@ -121,6 +128,36 @@ unmix_status unmix_fastica_transform(const double *model, size_t d, size_t k, co
 /* Samples x (n x d) = mean + mixing * s, for sources s (n x k). */
 unmix_status unmix_fastica_inverse_transform(const double *model, size_t d, size_t k,
                                              const double *s, size_t n, double *x);
+
+/* ---- float (f32) entry points: models and rows in float, for single-precision FPUs ----
+ * Model layouts and lengths are those above, counted in floats. Fits sum over samples in double
+ * and round their results to float once; transforms compute in float. */
+
+/* As unmix_whiten_fit (the same workspace of doubles, unmix_whiten_workspace_len). */
+unmix_status unmix_whiten_fit_f32(const float *x, size_t n, size_t d, size_t k, int32_t method,
+                                  uint32_t ddof, int32_t rotate, uint64_t seed, double rank_rtol,
+                                  float *model, size_t model_len, double *workspace,
+                                  size_t workspace_len, unmix_report *report);
+unmix_status unmix_whiten_transform_f32(const float *model, size_t d, size_t k, const float *x,
+                                        size_t n, float *z);
+unmix_status unmix_whiten_inverse_transform_f32(const float *model, size_t d, size_t k,
+                                                const float *z, size_t n, float *x);
+
+/* Floats of scratch (the whitened samples and the model being fitted; SIZE_MAX on overflow) and
+ * doubles of workspace unmix_fastica_fit_f32 needs. */
+size_t unmix_fastica_scratch_len_f32(size_t n, size_t d, size_t k);
+size_t unmix_fastica_workspace_len_f32(size_t d, size_t k);
+
+/* As unmix_fastica_fit, for float samples and model (options->w_init stays double). */
+unmix_status unmix_fastica_fit_f32(const float *x, size_t n, size_t d, size_t k,
+                                   const unmix_fastica_options *options, float *model,
+                                   size_t model_len, float *scratch, size_t scratch_len,
+                                   double *workspace, size_t workspace_len,
+                                   unmix_fastica_report *report);
+unmix_status unmix_fastica_transform_f32(const float *model, size_t d, size_t k, const float *x,
+                                         size_t n, float *s);
+unmix_status unmix_fastica_inverse_transform_f32(const float *model, size_t d, size_t k,
+                                                 const float *s, size_t n, float *x);
 
 /* ---- Metrics ---- */
 

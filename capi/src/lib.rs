@@ -7,7 +7,6 @@
 #![deny(missing_docs, unsafe_op_in_unsafe_fn)]
 
 use core::slice;
-use unmix::Error;
 use unmix::ica::{
     self, Algorithm, ContrastKind, FastIcaBuf, FastIcaOptions, FastIcaView, IcaInfo, IcaOptions,
     LogCosh, WInit, WhitenMode,
@@ -16,6 +15,7 @@ use unmix::metrics::correlation::Method as CorrelationMethod;
 use unmix::metrics::{amari_index, auroc, hoyer_sparsity, mcc};
 use unmix::moments::MomentsBuf;
 use unmix::whiten::{self, Method, Rotation, WhitenOptions, WhitenerBuf, WhitenerView};
+use unmix::{Error, Float};
 
 /// Status codes (`UNMIX_*` in the header).
 #[repr(C)]
@@ -45,6 +45,12 @@ pub enum UnmixStatus {
     Overflow = 10,
     /// Labels of one class only: AUROC is undefined.
     SingleClass = 11,
+    /// A column has zero variance: its correlation (MCC) is undefined.
+    ZeroVariance = 12,
+    /// No complete assignment avoids the forbidden (+infinity) costs.
+    Infeasible = 13,
+    /// A flat buffer's length is not a whole number of rows.
+    RaggedRows = 14,
 }
 
 impl From<Error> for UnmixStatus {
@@ -52,13 +58,18 @@ impl From<Error> for UnmixStatus {
         match e {
             Error::NonFinite { .. } => Self::NonFinite,
             Error::TooFewSamples { .. } => Self::TooFewSamples,
-            Error::DimensionMismatch { .. } | Error::RaggedRows { .. } => Self::DimensionMismatch,
+            Error::DimensionMismatch { .. } => Self::DimensionMismatch,
+            Error::RaggedRows { .. } => Self::RaggedRows,
             Error::BufferTooSmall { .. } => Self::BufferTooSmall,
             Error::InvalidComponents { .. } => Self::InvalidComponents,
             Error::RankDeficient { .. } => Self::RankDeficient,
             Error::NoConvergence { .. } => Self::NoConvergence,
             Error::Overflow => Self::Overflow,
             Error::SingleClass => Self::SingleClass,
+            Error::ZeroVariance { .. } => Self::ZeroVariance,
+            Error::Infeasible => Self::Infeasible,
+            Error::InvalidParameter(_) => Self::InvalidParameter,
+            // `Error` is non_exhaustive: a variant added later is still an error, never Ok.
             _ => Self::InvalidParameter,
         }
     }
@@ -91,7 +102,7 @@ pub extern "C" fn unmix_whiten_workspace_len(d: usize, k: usize) -> usize {
 
 /// # Safety
 /// `ptr` must be null or valid for `len` reads.
-unsafe fn input<'a>(ptr: *const f64, len: usize) -> Result<&'a [f64], UnmixStatus> {
+unsafe fn input<'a, T>(ptr: *const T, len: usize) -> Result<&'a [T], UnmixStatus> {
     if ptr.is_null() {
         return Err(UnmixStatus::NullPointer);
     }
@@ -101,7 +112,7 @@ unsafe fn input<'a>(ptr: *const f64, len: usize) -> Result<&'a [f64], UnmixStatu
 
 /// # Safety
 /// `ptr` must be null or valid for `len` writes, not aliased by any other argument.
-unsafe fn output<'a>(ptr: *mut f64, len: usize) -> Result<&'a mut [f64], UnmixStatus> {
+unsafe fn output<'a, T>(ptr: *mut T, len: usize) -> Result<&'a mut [T], UnmixStatus> {
     if ptr.is_null() {
         return Err(UnmixStatus::NullPointer);
     }
@@ -135,6 +146,92 @@ pub unsafe extern "C" fn unmix_whiten_fit(
     seed: u64,
     rank_rtol: f64,
     model: *mut f64,
+    model_len: usize,
+    workspace: *mut f64,
+    workspace_len: usize,
+    report: *mut UnmixReport,
+) -> UnmixStatus {
+    // SAFETY: forwarded caller guarantees.
+    unsafe {
+        whiten_fit(
+            x,
+            n,
+            d,
+            k,
+            method,
+            ddof,
+            rotate,
+            seed,
+            rank_rtol,
+            model,
+            model_len,
+            workspace,
+            workspace_len,
+            report,
+        )
+    }
+}
+
+/// [`unmix_whiten_fit`] for `float` samples and model (the same workspace of doubles: the fit
+/// computes in double precision and rounds its results to float once).
+///
+/// # Safety
+/// As [`unmix_whiten_fit`].
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn unmix_whiten_fit_f32(
+    x: *const f32,
+    n: usize,
+    d: usize,
+    k: usize,
+    method: i32,
+    ddof: u32,
+    rotate: i32,
+    seed: u64,
+    rank_rtol: f64,
+    model: *mut f32,
+    model_len: usize,
+    workspace: *mut f64,
+    workspace_len: usize,
+    report: *mut UnmixReport,
+) -> UnmixStatus {
+    // SAFETY: forwarded caller guarantees.
+    unsafe {
+        whiten_fit(
+            x,
+            n,
+            d,
+            k,
+            method,
+            ddof,
+            rotate,
+            seed,
+            rank_rtol,
+            model,
+            model_len,
+            workspace,
+            workspace_len,
+            report,
+        )
+    }
+}
+
+/// The body of both whitening fits.
+///
+/// # Safety
+/// As [`unmix_whiten_fit`].
+#[allow(clippy::too_many_arguments)]
+unsafe fn whiten_fit<T: Float>(
+    x: *const T,
+    n: usize,
+    d: usize,
+    k: usize,
+    method: i32,
+    ddof: u32,
+    rotate: i32,
+    seed: u64,
+    rank_rtol: f64,
+    model: *mut T,
     model_len: usize,
     workspace: *mut f64,
     workspace_len: usize,
@@ -177,12 +274,16 @@ pub unsafe extern "C" fn unmix_whiten_fit(
         let (scratch_model, wbuf) = rest.split_at_mut(slen);
         let mut moments = MomentsBuf::new(d, mbuf).map_err(|e| fail(e, &mut rep))?;
         moments.accumulate(x).map_err(|e| fail(e, &mut rep))?;
-        let mut w = WhitenerBuf::new(d, k, scratch_model).map_err(|e| fail(e, &mut rep))?;
+        let mut w = WhitenerBuf::<f64>::new(d, k, scratch_model).map_err(|e| fail(e, &mut rep))?;
         let info = w
             .fit(moments.as_ref(), &opts, wbuf)
             .map_err(|e| fail(e, &mut rep))?;
         rep.effective_rank = info.effective_rank;
-        model[..slen].copy_from_slice(scratch_model);
+        // Staged in f64 and rounded once: the same bits as a fit stored in T directly (the fit
+        // computes in f64 and rounds its results to T).
+        for (m, v) in model[..slen].iter_mut().zip(scratch_model.iter()) {
+            *m = T::from_f64(*v);
+        }
         Ok(())
     })();
     if !report.is_null() {
@@ -198,15 +299,15 @@ pub unsafe extern "C" fn unmix_whiten_fit(
 /// # Safety
 /// Pointers must be null or valid for the lengths implied, and `out` must not overlap the others.
 #[allow(clippy::too_many_arguments)]
-unsafe fn map_rows(
-    model: *const f64,
+unsafe fn map_rows<T>(
+    model: *const T,
     model_len: usize,
-    rows_in: *const f64,
+    rows_in: *const T,
     in_w: usize,
     n: usize,
-    rows_out: *mut f64,
+    rows_out: *mut T,
     out_w: usize,
-    f: impl FnOnce(&[f64], &[f64], &mut [f64]) -> Result<(), Error>,
+    f: impl FnOnce(&[T], &[T], &mut [T]) -> Result<(), Error>,
 ) -> UnmixStatus {
     status((|| {
         let (Some(il), Some(ol)) = (n.checked_mul(in_w), n.checked_mul(out_w)) else {
@@ -252,6 +353,34 @@ pub unsafe extern "C" fn unmix_whiten_transform(
     }
 }
 
+/// [`unmix_whiten_transform`] for `float` model and rows (computed in float).
+///
+/// # Safety
+/// As [`unmix_whiten_transform`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn unmix_whiten_transform_f32(
+    model: *const f32,
+    d: usize,
+    k: usize,
+    x: *const f32,
+    n: usize,
+    z: *mut f32,
+) -> UnmixStatus {
+    // SAFETY: forwarded caller guarantees.
+    unsafe {
+        map_rows(
+            model,
+            whiten::storage_len(d, k),
+            x,
+            d,
+            n,
+            z,
+            k,
+            |m, x, z| WhitenerView::from_parts(d, k, m)?.transform_rows(x, z),
+        )
+    }
+}
+
 /// Maps `n` whitened rows `z` (`n x k`) back to `x` (`n x d`).
 ///
 /// # Safety
@@ -264,6 +393,34 @@ pub unsafe extern "C" fn unmix_whiten_inverse_transform(
     z: *const f64,
     n: usize,
     x: *mut f64,
+) -> UnmixStatus {
+    // SAFETY: forwarded caller guarantees.
+    unsafe {
+        map_rows(
+            model,
+            whiten::storage_len(d, k),
+            z,
+            k,
+            n,
+            x,
+            d,
+            |m, z, x| WhitenerView::from_parts(d, k, m)?.inverse_transform_rows(z, x),
+        )
+    }
+}
+
+/// [`unmix_whiten_inverse_transform`] for `float` model and rows (computed in float).
+///
+/// # Safety
+/// As [`unmix_whiten_inverse_transform`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn unmix_whiten_inverse_transform_f32(
+    model: *const f32,
+    d: usize,
+    k: usize,
+    z: *const f32,
+    n: usize,
+    x: *mut f32,
 ) -> UnmixStatus {
     // SAFETY: forwarded caller guarantees.
     unsafe {
@@ -428,14 +585,6 @@ pub unsafe extern "C" fn unmix_fastica_fit(
     let mut rep = UnmixFastIcaReport::default();
     let result = (|| {
         let len = n.checked_mul(d).ok_or(UnmixStatus::DimensionMismatch)?;
-        let o = if options.is_null() {
-            default_options()
-        } else {
-            // SAFETY: non-null `options` points to a readable struct by the caller's guarantee.
-            unsafe { *options }
-        };
-        let opts = fastica_options(&o)?;
-        opts.check(d, k)?;
         // SAFETY: forwarded caller guarantees.
         let (x, model, ws) = unsafe {
             (
@@ -444,39 +593,153 @@ pub unsafe extern "C" fn unmix_fastica_fit(
                 output(workspace, workspace_len)?,
             )
         };
-        let w_init;
-        let init = if o.w_init.is_null() {
-            WInit::Seed(o.seed)
-        } else {
-            let kk = k.checked_mul(k).ok_or(UnmixStatus::DimensionMismatch)?;
-            // SAFETY: a non-null `w_init` holds `k * k` doubles by the caller's guarantee.
-            w_init = unsafe { input(o.w_init, kk)? };
-            WInit::Matrix(w_init)
-        };
-        let (zlen, mlen) = (
-            n.checked_mul(k).ok_or(UnmixStatus::DimensionMismatch)?,
-            ica::model_len(d, k),
-        );
-        if ws.len() < zlen + mlen || model.len() < mlen {
+        // SAFETY: forwarded caller guarantee on `options`.
+        unsafe { read_options(options, d, k)? };
+        let slen = scratch_len(n, d, k)?;
+        if ws.len() < slen {
             return Err(UnmixStatus::BufferTooSmall);
         }
         // The core stages the fit in `scratch` (whitened rows and a model) and writes `model` only
         // on success, so a failed fit leaves it as it was.
-        let (scratch, fit_ws) = ws.split_at_mut(zlen + mlen);
-        let mut fit = FastIcaBuf::with_storage(d, k, model).map_err(|e| fail(e, &mut rep.error))?;
-        let info = fit
-            .fit(x, &opts, init, scratch, fit_ws)
-            .map_err(|e| fail(e, &mut rep.error))?;
-        rep.n_iter = info.n_iter;
-        rep.converged = i32::from(info.converged);
-        rep.last_change = info.last_change;
-        Ok(())
+        let (scratch, fit_ws) = ws.split_at_mut(slen);
+        // SAFETY: forwarded caller guarantees on `options`.
+        unsafe { fastica_fit(x, d, k, options, model, scratch, fit_ws, &mut rep) }
     })();
+    // SAFETY: forwarded caller guarantee on `report`.
+    unsafe { put_report(report, rep) };
+    status(result)
+}
+
+/// `float`s of scratch [`unmix_fastica_fit_f32`] needs for `n` samples, `d -> k` (the whitened
+/// samples and the model being fitted); `SIZE_MAX` if that overflows.
+#[unsafe(no_mangle)]
+pub extern "C" fn unmix_fastica_scratch_len_f32(n: usize, d: usize, k: usize) -> usize {
+    scratch_len(n, d, k).unwrap_or(usize::MAX)
+}
+
+/// `double`s of workspace [`unmix_fastica_fit_f32`] needs for `d -> k`.
+#[unsafe(no_mangle)]
+pub extern "C" fn unmix_fastica_workspace_len_f32(d: usize, k: usize) -> usize {
+    ica::fit_workspace_len(d, k)
+}
+
+/// [`unmix_fastica_fit`] for `float` samples and model: the whitened samples are floats and the
+/// transforms compute in float; sums over samples stay in double. `scratch` holds
+/// `unmix_fastica_scratch_len_f32(n, d, k)` floats, `workspace`
+/// `unmix_fastica_workspace_len_f32(d, k)` doubles. The model is `unmix_fastica_model_len(d, k)`
+/// floats.
+///
+/// # Safety
+/// As [`unmix_fastica_fit`], with `scratch` valid for `scratch_len` writes and overlapping nothing.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn unmix_fastica_fit_f32(
+    x: *const f32,
+    n: usize,
+    d: usize,
+    k: usize,
+    options: *const UnmixFastIcaOptions,
+    model: *mut f32,
+    model_len: usize,
+    scratch: *mut f32,
+    scratch_len: usize,
+    workspace: *mut f64,
+    workspace_len: usize,
+    report: *mut UnmixFastIcaReport,
+) -> UnmixStatus {
+    let mut rep = UnmixFastIcaReport::default();
+    let result = (|| {
+        let len = n.checked_mul(d).ok_or(UnmixStatus::DimensionMismatch)?;
+        // SAFETY: forwarded caller guarantees.
+        let (x, model, scratch, ws) = unsafe {
+            (
+                input(x, len)?,
+                output(model, model_len)?,
+                output(scratch, scratch_len)?,
+                output(workspace, workspace_len)?,
+            )
+        };
+        // SAFETY: forwarded caller guarantees on `options`.
+        unsafe { fastica_fit(x, d, k, options, model, scratch, ws, &mut rep) }
+    })();
+    // SAFETY: forwarded caller guarantee on `report`.
+    unsafe { put_report(report, rep) };
+    status(result)
+}
+
+/// The caller's options (null: the defaults), converted and checked against `d -> k`.
+///
+/// # Safety
+/// `options` must be null or valid for a read.
+unsafe fn read_options(
+    options: *const UnmixFastIcaOptions,
+    d: usize,
+    k: usize,
+) -> Result<(UnmixFastIcaOptions, FastIcaOptions), UnmixStatus> {
+    let o = if options.is_null() {
+        default_options()
+    } else {
+        // SAFETY: non-null `options` points to a readable struct by the caller's guarantee.
+        unsafe { *options }
+    };
+    let opts = fastica_options(&o)?;
+    opts.check(d, k)?;
+    Ok((o, opts))
+}
+
+/// `n k + model_len(d, k)`: the whitened rows and the staged model.
+fn scratch_len(n: usize, d: usize, k: usize) -> Result<usize, UnmixStatus> {
+    n.checked_mul(k)
+        .and_then(|z| z.checked_add(ica::model_len(d, k)))
+        .ok_or(UnmixStatus::DimensionMismatch)
+}
+
+/// # Safety
+/// `report` must be null or valid for a write.
+unsafe fn put_report(report: *mut UnmixFastIcaReport, rep: UnmixFastIcaReport) {
     if !report.is_null() {
         // SAFETY: non-null `report` is writable by the caller's guarantee.
         unsafe { *report = rep };
     }
-    status(result)
+}
+
+/// The body of both FastICA fits, on borrowed buffers.
+///
+/// # Safety
+/// `options` must be null or valid for a read, and its `w_init` null or valid for `k * k` reads.
+#[allow(clippy::too_many_arguments)]
+unsafe fn fastica_fit<T: Float>(
+    x: &[T],
+    d: usize,
+    k: usize,
+    options: *const UnmixFastIcaOptions,
+    model: &mut [T],
+    scratch: &mut [T],
+    ws: &mut [f64],
+    rep: &mut UnmixFastIcaReport,
+) -> Result<(), UnmixStatus> {
+    // SAFETY: forwarded caller guarantee on `options`.
+    let (o, opts) = unsafe { read_options(options, d, k)? };
+    let w_init;
+    let init = if o.w_init.is_null() {
+        WInit::Seed(o.seed)
+    } else {
+        let kk = k.checked_mul(k).ok_or(UnmixStatus::DimensionMismatch)?;
+        // SAFETY: a non-null `w_init` holds `k * k` doubles by the caller's guarantee.
+        w_init = unsafe { input(o.w_init, kk)? };
+        WInit::Matrix(w_init)
+    };
+    if model.len() < ica::model_len(d, k) {
+        return Err(UnmixStatus::BufferTooSmall);
+    }
+    let mut fit = FastIcaBuf::with_storage(d, k, model).map_err(|e| fail(e, &mut rep.error))?;
+    let info = fit
+        .fit(x, &opts, init, scratch, ws)
+        .map_err(|e| fail(e, &mut rep.error))?;
+    rep.n_iter = info.n_iter;
+    rep.converged = i32::from(info.converged);
+    rep.last_change = info.last_change;
+    Ok(())
 }
 
 /// Records where `e` happened in `rep` and converts it.
@@ -510,6 +773,27 @@ pub unsafe extern "C" fn unmix_fastica_transform(
     }
 }
 
+/// [`unmix_fastica_transform`] for `float` model and rows (computed in float).
+///
+/// # Safety
+/// As [`unmix_fastica_transform`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn unmix_fastica_transform_f32(
+    model: *const f32,
+    d: usize,
+    k: usize,
+    x: *const f32,
+    n: usize,
+    s: *mut f32,
+) -> UnmixStatus {
+    // SAFETY: forwarded caller guarantees.
+    unsafe {
+        map_rows(model, ica::model_len(d, k), x, d, n, s, k, |m, x, s| {
+            FastIcaView::from_parts(d, k, m, IcaInfo::default())?.transform_rows(x, s)
+        })
+    }
+}
+
 /// Samples `x` (`n x d`) from sources `s` (`n x k`): `mean + mixing * s`.
 ///
 /// # Safety
@@ -522,6 +806,27 @@ pub unsafe extern "C" fn unmix_fastica_inverse_transform(
     s: *const f64,
     n: usize,
     x: *mut f64,
+) -> UnmixStatus {
+    // SAFETY: forwarded caller guarantees.
+    unsafe {
+        map_rows(model, ica::model_len(d, k), s, k, n, x, d, |m, s, x| {
+            FastIcaView::from_parts(d, k, m, IcaInfo::default())?.inverse_transform_rows(s, x)
+        })
+    }
+}
+
+/// [`unmix_fastica_inverse_transform`] for `float` model and rows (computed in float).
+///
+/// # Safety
+/// As [`unmix_fastica_inverse_transform`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn unmix_fastica_inverse_transform_f32(
+    model: *const f32,
+    d: usize,
+    k: usize,
+    s: *const f32,
+    n: usize,
+    x: *mut f32,
 ) -> UnmixStatus {
     // SAFETY: forwarded caller guarantees.
     unsafe {
@@ -704,9 +1009,64 @@ pub unsafe extern "C" fn unmix_mcc(
     unsafe { put(result, value) }
 }
 
+unsafe extern "C" {
+    /// The C library's `abort` (every hosted C library has it; newlib does on bare metal).
+    fn abort() -> !;
+}
+
 #[panic_handler]
 fn panic(_: &core::panic::PanicInfo<'_>) -> ! {
     // The core returns errors for bad data and never panics on it; should a bug reach here,
-    // stop rather than unwind through C frames.
-    loop {}
+    // abort as C code would (SIGABRT, a debugger stops there) rather than hang or unwind
+    // through C frames.
+    // SAFETY: `abort` takes nothing and never returns.
+    unsafe { abort() }
 }
+
+/// The ABI as Rust lays it out, for the header check (`tests/check.c` compares every entry
+/// with `sizeof`, `offsetof` and the enum values the header gives): the status values in
+/// order, then each struct's size and its fields' offsets.
+#[unsafe(no_mangle)]
+pub static unmix_abi_layout: [u32; 36] = {
+    use core::mem::{offset_of, size_of};
+    type O = UnmixFastIcaOptions;
+    type R = UnmixFastIcaReport;
+    [
+        UnmixStatus::Ok as u32,
+        UnmixStatus::NullPointer as u32,
+        UnmixStatus::NonFinite as u32,
+        UnmixStatus::TooFewSamples as u32,
+        UnmixStatus::DimensionMismatch as u32,
+        UnmixStatus::BufferTooSmall as u32,
+        UnmixStatus::InvalidComponents as u32,
+        UnmixStatus::RankDeficient as u32,
+        UnmixStatus::NoConvergence as u32,
+        UnmixStatus::InvalidParameter as u32,
+        UnmixStatus::Overflow as u32,
+        UnmixStatus::SingleClass as u32,
+        UnmixStatus::ZeroVariance as u32,
+        UnmixStatus::Infeasible as u32,
+        UnmixStatus::RaggedRows as u32,
+        size_of::<UnmixStatus>() as u32,
+        size_of::<UnmixReport>() as u32,
+        offset_of!(UnmixReport, row) as u32,
+        offset_of!(UnmixReport, col) as u32,
+        offset_of!(UnmixReport, effective_rank) as u32,
+        size_of::<O>() as u32,
+        offset_of!(O, algorithm) as u32,
+        offset_of!(O, fun) as u32,
+        offset_of!(O, alpha) as u32,
+        offset_of!(O, whiten) as u32,
+        offset_of!(O, max_iter) as u32,
+        offset_of!(O, tol) as u32,
+        offset_of!(O, rank_rtol) as u32,
+        offset_of!(O, canonical) as u32,
+        offset_of!(O, w_init) as u32,
+        offset_of!(O, seed) as u32,
+        size_of::<R>() as u32,
+        offset_of!(R, n_iter) as u32,
+        offset_of!(R, converged) as u32,
+        offset_of!(R, last_change) as u32,
+        offset_of!(R, error) as u32,
+    ]
+};

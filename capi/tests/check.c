@@ -4,6 +4,7 @@
  * documented status. Static buffers only:
  * this program must not need malloc, and CI checks that it imports none. */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -156,6 +157,74 @@ static void check_fastica(void) {
           "fastica null data");
 }
 
+/* ---- float entry points: the same problem in float. */
+static float xf[N * K], sf[N * K], back_f[N * K], fmodel_f[64], fmodel_f2[64], scratch_f[N * K + 64];
+
+static void check_f32(void) {
+    for (size_t i = 0; i < N * K; i++) xf[i] = (float)mixed[i];
+    /* Whitening: the f32 fit rounds the double fit's results once, so it is exactly the double
+     * model (fitted on the same float-valued data) rounded to float. */
+    static double xd[N * K];
+    for (size_t i = 0; i < N * K; i++) xd[i] = (double)xf[i];
+    size_t wl = unmix_whiten_model_len(K, K), ww = unmix_whiten_workspace_len(K, K);
+    check(unmix_whiten_fit(xd, N, K, K, UNMIX_PCA, 0, 0, 0, 1e-10, fmodel, wl, fws, ww, NULL) ==
+              UNMIX_OK &&
+              unmix_whiten_fit_f32(xf, N, K, K, UNMIX_PCA, 0, 0, 0, 1e-10, fmodel_f, wl, fws, ww,
+                                   NULL) == UNMIX_OK,
+          "whiten fit f32");
+    int same = 1;
+    for (size_t i = 0; i < wl; i++) same &= fmodel_f[i] == (float)fmodel[i];
+    check(same, "whiten f32 model == the double model rounded to float");
+    check(unmix_whiten_transform_f32(fmodel_f, K, K, xf, N, sf) == UNMIX_OK &&
+              unmix_whiten_inverse_transform_f32(fmodel_f, K, K, sf, N, back_f) == UNMIX_OK,
+          "whiten transforms f32");
+    double err = 0;
+    for (size_t i = 0; i < N * K; i++) err = fmax(err, fabs((double)back_f[i] - xf[i]));
+    check(err < 1e-4, "whiten f32 inverse restores the input (float rounding)");
+
+    /* FastICA in float against FastICA in double on the same data: the same sources to 1e-3
+     * (unit-variance sources; float whitened rows and transforms). */
+    size_t mlen = unmix_fastica_model_len(K, K), sl = unmix_fastica_scratch_len_f32(N, K, K),
+           wlen = unmix_fastica_workspace_len_f32(K, K);
+    check(sl <= sizeof scratch_f / sizeof *scratch_f && wlen <= sizeof fws / sizeof *fws,
+          "fastica f32 sizes");
+    unmix_fastica_report rep;
+    check(unmix_fastica_fit_f32(xf, N, K, K, NULL, fmodel_f, mlen, scratch_f, sl, fws, wlen, &rep) ==
+              UNMIX_OK && rep.converged,
+          "fastica fit f32");
+    check(unmix_fastica_fit(xd, N, K, K, NULL, fmodel, mlen, fws,
+                            unmix_fastica_workspace_len(N, K, K), NULL) == UNMIX_OK,
+          "fastica fit on the same data in double");
+    check(unmix_fastica_transform_f32(fmodel_f, K, K, xf, N, sf) == UNMIX_OK &&
+              unmix_fastica_transform(fmodel, K, K, xd, N, sources) == UNMIX_OK,
+          "fastica transforms f32 and double");
+    err = 0;
+    for (size_t i = 0; i < N * K; i++) err = fmax(err, fabs((double)sf[i] - sources[i]));
+    check(err < 1e-3, "fastica f32 sources within 1e-3 of double's");
+    check(unmix_fastica_inverse_transform_f32(fmodel_f, K, K, sf, N, back_f) == UNMIX_OK,
+          "fastica inverse transform f32");
+
+    /* Bad input through the float entry points: each its own status, the model left alone. */
+    memcpy(fmodel_f2, fmodel_f, sizeof fmodel_f);
+    float kept = xf[7 * K + 1];
+    xf[7 * K + 1] = NAN;
+    check(unmix_fastica_fit_f32(xf, N, K, K, NULL, fmodel_f, mlen, scratch_f, sl, fws, wlen, &rep) ==
+              UNMIX_NON_FINITE && rep.error.row == 7 && rep.error.col == 1,
+          "fastica f32 NaN located");
+    xf[7 * K + 1] = kept;
+    check(unmix_fastica_fit_f32(xf, 2, K, K, NULL, fmodel_f, mlen, scratch_f, sl, fws, wlen, &rep) ==
+              UNMIX_RANK_DEFICIENT && rep.error.effective_rank == 1,
+          "fastica f32 with fewer samples than components");
+    check(unmix_fastica_fit_f32(xf, N, K, K, NULL, fmodel_f, mlen, scratch_f, N, fws, wlen, NULL) ==
+              UNMIX_BUFFER_TOO_SMALL, "fastica f32 small scratch");
+    check(unmix_fastica_fit_f32(xf, N, K, K, NULL, fmodel_f, mlen, NULL, sl, fws, wlen, NULL) ==
+              UNMIX_NULL_POINTER, "fastica f32 null scratch");
+    check(unmix_whiten_transform_f32(fmodel_f, K, K, NULL, N, sf) == UNMIX_NULL_POINTER,
+          "whiten transform f32 null input");
+    check(memcmp(fmodel_f, fmodel_f2, sizeof fmodel_f) == 0,
+          "failed f32 fits leave the model alone");
+}
+
 /* ---- Metrics. */
 static double mcc_f64[1 << 16];
 static size_t mcc_size[1 << 14];
@@ -227,9 +296,43 @@ static void check_metrics(void) {
           "amari of fastica's components");
     check(unmix_mcc(src, K, sources, K, N, 5, pairs, mcc_f64, fl, mcc_size, sl, &v) ==
               UNMIX_INVALID_PARAMETER, "mcc unknown method");
+    /* Each error has its own status: a constant column is not an invalid parameter. */
+    for (size_t r = 0; r < N; r++) src[r * K] = 1.0;
+    check(unmix_mcc(src, K, sources, K, N, UNMIX_PEARSON, pairs, mcc_f64, fl, mcc_size, sl, &v) ==
+              UNMIX_ZERO_VARIANCE, "mcc constant column: UNMIX_ZERO_VARIANCE");
+}
+
+/* The header against the Rust definitions: every status value, struct size and field offset. */
+static void check_abi(void) {
+    const uint32_t expected[36] = {
+        UNMIX_OK, UNMIX_NULL_POINTER, UNMIX_NON_FINITE, UNMIX_TOO_FEW_SAMPLES,
+        UNMIX_DIMENSION_MISMATCH, UNMIX_BUFFER_TOO_SMALL, UNMIX_INVALID_COMPONENTS,
+        UNMIX_RANK_DEFICIENT, UNMIX_NO_CONVERGENCE, UNMIX_INVALID_PARAMETER, UNMIX_OVERFLOW,
+        UNMIX_SINGLE_CLASS, UNMIX_ZERO_VARIANCE, UNMIX_INFEASIBLE, UNMIX_RAGGED_ROWS,
+        sizeof(unmix_status),
+        sizeof(unmix_report), offsetof(unmix_report, row), offsetof(unmix_report, col),
+        offsetof(unmix_report, effective_rank),
+        sizeof(unmix_fastica_options), offsetof(unmix_fastica_options, algorithm),
+        offsetof(unmix_fastica_options, fun), offsetof(unmix_fastica_options, alpha),
+        offsetof(unmix_fastica_options, whiten), offsetof(unmix_fastica_options, max_iter),
+        offsetof(unmix_fastica_options, tol), offsetof(unmix_fastica_options, rank_rtol),
+        offsetof(unmix_fastica_options, canonical), offsetof(unmix_fastica_options, w_init),
+        offsetof(unmix_fastica_options, seed),
+        sizeof(unmix_fastica_report), offsetof(unmix_fastica_report, n_iter),
+        offsetof(unmix_fastica_report, converged), offsetof(unmix_fastica_report, last_change),
+        offsetof(unmix_fastica_report, error),
+    };
+    for (size_t i = 0; i < 36; i++) {
+        if (unmix_abi_layout[i] != expected[i]) {
+            printf("ABI entry %zu: header %u, Rust %u\n", i, (unsigned)expected[i],
+                   (unsigned)unmix_abi_layout[i]);
+        }
+        check(unmix_abi_layout[i] == expected[i], "header matches the Rust layout");
+    }
 }
 
 int main(void) {
+    check_abi();
     for (size_t r = 0; r < N; r++) {
         double s[D];
         for (size_t i = 0; i < D; i++) s[i] = uniform();
@@ -300,6 +403,7 @@ int main(void) {
     check(st == UNMIX_OVERFLOW, "overflow reported");
 
     check_fastica();
+    check_f32();
     check_metrics();
 
     printf("capi: %d passed, %d failed\n", passed, failed);

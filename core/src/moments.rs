@@ -277,8 +277,6 @@ impl State<'_> {
 /// ```
 /// use unmix::moments::Moments;
 ///
-/// static mut UNUSED: Moments<3> = Moments::new(); // fits in a static: no heap anywhere
-///
 /// let mut m = Moments::<2>::new();
 /// m.accumulate(&[1.0f32, 2.0, 3.0, 6.0])?; // two samples, row-major
 /// m.accumulate(&[5.0f32, 10.0])?;          // one more
@@ -288,6 +286,11 @@ impl State<'_> {
 /// assert!((view.covariance(0, 1, 1)? - 8.0).abs() < 1e-12);
 /// # Ok::<(), unmix::Error>(())
 /// ```
+///
+/// # Memory
+/// `8 (2 + 2D + D^2 + BLOCK D)` bytes with [`BLOCK`] = 32 rows of scratch: 1224 bytes at
+/// D = 4. `new` is `const`, so it can live in a `static` (see [`FastIca`](crate::ica::FastIca)
+/// for one in a mutex).
 #[derive(Clone, Debug)]
 pub struct Moments<const D: usize> {
     n: u64,

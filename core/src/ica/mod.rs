@@ -48,7 +48,7 @@ pub use driver::{
 pub use kernel::{Kernel, Portable};
 pub use model::{
     FastIca, FastIcaBuf, FastIcaView, fit_scratch_len, fit_workspace_len, fit_workspace_len_with,
-    model_len,
+    model_len, white_fit_workspace_len, white_fit_workspace_len_with,
 };
 pub use options::{Algorithm, FastIcaOptions, IcaInfo, IcaOptions, WInit, WhitenMode};
 pub use stats::{CHUNK, DeflationStats, ParallelStats, SourceStats};

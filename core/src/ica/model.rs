@@ -52,6 +52,29 @@ const fn fit_workspace_len_for(d: usize, k: usize, unmix: usize, sources: usize)
     max + k * k + 3 * k
 }
 
+/// `f64` workspace [`FastIca::fit_white`] needs for `k` components: the start and the sources'
+/// scales (`k^2 + 3k`), and the larger of the iterations' and the source pass's needs.
+pub const fn white_fit_workspace_len(k: usize) -> usize {
+    white_fit_workspace_len_for(
+        k,
+        unmix_workspace_len(k),
+        1 + SourceStats::buffer_len(k) + 4 * k,
+    )
+}
+
+/// `f64` workspace [`FastIca::fit_white`] needs for `k` components on `kernel`.
+pub fn white_fit_workspace_len_with<K: Kernel>(k: usize, kernel: K) -> usize {
+    white_fit_workspace_len_for(
+        k,
+        unmix_workspace_len_with(k, kernel),
+        source_moments_workspace_len(k, kernel),
+    )
+}
+
+const fn white_fit_workspace_len_for(k: usize, unmix: usize, sources: usize) -> usize {
+    (if unmix > sources { unmix } else { sources }) + k * k + 3 * k
+}
+
 /// `T` scratch an in-memory fit of `n` samples `d -> k` needs ([`FastIca::fit`],
 /// [`FastIcaBuf::fit`]): the whitened samples (`n x k`) and the model being fitted, which is
 /// copied into place only on success.
@@ -282,6 +305,88 @@ fn fit_model<T: Float, E: Executor<T>, K: Kernel>(
         exec.whiten(Some(&model.whitener_view(d, k)))?;
         (info, info.n_samples)
     };
+    let info = iterate_and_finish(
+        exec,
+        kernel,
+        d,
+        k,
+        opts,
+        w,
+        moments3,
+        ws,
+        n,
+        model,
+        on_iteration,
+    )?;
+    Ok((info, whitening))
+}
+
+/// The streaming fit: `whitener` was fitted elsewhere (from moments accumulated one sample at a
+/// time, say) on the `n_samples` rows `exec` holds; the rest is [`fit_model`]'s.
+#[allow(clippy::too_many_arguments)]
+fn fit_model_white<T: Float, E: Executor<T>, K: Kernel>(
+    exec: &mut E,
+    kernel: K,
+    whitener: &WhitenerView<'_, T>,
+    opts: &FastIcaOptions,
+    init: WInit<'_>,
+    staging: &mut [T],
+    ws: &mut [f64],
+    on_iteration: &mut dyn FnMut(usize, f64),
+) -> Result<IcaInfo> {
+    let (d, k) = (whitener.n_features(), whitener.n_components());
+    opts.check(d, k)?;
+    if opts.whiten == WhitenMode::None {
+        return Err(Error::InvalidParameter(
+            "fit_white needs a whitening mode other than None",
+        ));
+    }
+    let ws = prefix_mut(ws, white_fit_workspace_len_with(k, kernel))?;
+    let (w, rest) = ws.split_at_mut(k * k);
+    let (moments3, ws) = rest.split_at_mut(3 * k);
+    start_matrix(init, k, w)?;
+    let mut model = ModelParts::split(d, k, staging)?;
+    let parts = model.whitener_parts();
+    for (to, from) in [
+        (parts.mean, whitener.mean()),
+        (parts.whitening, whitener.whitening()),
+        (parts.unwhitening, whitener.unwhitening()),
+        (parts.explained_variance, whitener.explained_variance()),
+    ] {
+        to.copy_from_slice(from);
+    }
+    exec.whiten(Some(whitener))?;
+    let n = whitener.info().n_samples;
+    iterate_and_finish(
+        exec,
+        kernel,
+        d,
+        k,
+        opts,
+        w,
+        moments3,
+        ws,
+        n,
+        model,
+        on_iteration,
+    )
+}
+
+/// The iterations over the white rows, then [`finish_model`].
+#[allow(clippy::too_many_arguments)]
+fn iterate_and_finish<T: Float, E: Executor<T>, K: Kernel>(
+    exec: &mut E,
+    kernel: K,
+    d: usize,
+    k: usize,
+    opts: &FastIcaOptions,
+    w: &mut [f64],
+    moments3: &mut [f64],
+    ws: &mut [f64],
+    n: u64,
+    model: ModelParts<'_, T>,
+    on_iteration: &mut dyn FnMut(usize, f64),
+) -> Result<IcaInfo> {
     let info = driver::unmix(
         exec,
         kernel,
@@ -293,7 +398,7 @@ fn fit_model<T: Float, E: Executor<T>, K: Kernel>(
         on_iteration,
     )?;
     finish_model(exec, kernel, d, k, opts, w, moments3, ws, n, model)?;
-    Ok((info, whitening))
+    Ok(info)
 }
 
 /// After the iterations: the source pass (if needed), the canonical form, the scale of the
@@ -429,6 +534,53 @@ fn split_scratch<'s, T: Float>(
 /// assert!(square.min(other) < 0.05, "one source is the square wave");
 /// # Ok::<(), unmix::Error>(())
 /// ```
+///
+/// In a `static` on a microcontroller, without `static mut`: a `critical-section` mutex (here
+/// with its `std` implementation; on a Cortex-M, `cortex-m`'s `critical-section-single-core`).
+/// `firmware/` in the repository does this on a Cortex-M4F with the streaming
+/// [`fit_white`](Self::fit_white).
+///
+/// ```
+/// use core::cell::RefCell;
+/// use critical_section::Mutex;
+/// use unmix::ica::{FastIca, FastIcaOptions, WInit, fit_scratch_len, fit_workspace_len};
+///
+/// static MODEL: Mutex<RefCell<FastIca<f32, 4, 4>>> = Mutex::new(RefCell::new(FastIca::new()));
+///
+/// // Four independent non-Gaussian signals through a fixed mixing.
+/// let mut x = [0.0f32; 4 * 500];
+/// let mut state = 7u32;
+/// for row in x.chunks_exact_mut(4) {
+///     let mut s = [0.0f32; 4];
+///     for v in s.iter_mut() {
+///         state ^= state << 13; state ^= state >> 17; state ^= state << 5;
+///         *v = (state >> 8) as f32 / 16_777_216.0 - 0.5; // uniform
+///     }
+///     row.copy_from_slice(&[s[0] + 0.5 * s[1], s[1] - s[2], s[2] + 0.3 * s[3], s[3] - s[0]]);
+/// }
+/// let mut scratch = [0.0f32; fit_scratch_len(500, 4, 4)];
+/// let mut ws = [0.0f64; fit_workspace_len(4, 4)];
+/// let info = critical_section::with(|cs| {
+///     let opts = FastIcaOptions::DEFAULT;
+///     MODEL.borrow_ref_mut(cs).fit(&x, &opts, WInit::Seed(1), &mut scratch, &mut ws)
+/// })?;
+/// assert!(info.converged);
+/// // Anywhere else (an interrupt handler, say): transform one sample.
+/// let mut s = [0.0f32; 4];
+/// critical_section::with(|cs| MODEL.borrow_ref(cs).transform(&[0.1, 0.2, 0.3, 0.4], &mut s))?;
+/// assert!(s.iter().all(|v| v.is_finite()));
+/// # Ok::<(), unmix::Error>(())
+/// ```
+///
+/// # Memory
+/// The model is `size_of::<T>() (D + 4KD + K + K^2)` bytes plus the [`IcaInfo`] and the
+/// whitener's [`FitInfo`] (about 48 bytes with padding): 392 bytes for `FastIca<f32, 4, 4>`.
+/// [`fit`](Self::fit) needs [`fit_scratch_len`]`(n, D, K)` values of `T` (the whitened rows and
+/// a staging model) and [`fit_workspace_len`]`(D, K)` `f64`s; [`fit_white`](Self::fit_white)
+/// needs [`model_len`]`(D, K)` values of `T` and [`white_fit_workspace_len`]`(K)` `f64`s (6 KB
+/// at K = 4), most of it the parallel pass's block of
+/// [`BLOCK_ROWS`](crate::ica::stats::BLOCK_ROWS) = 64 rows held feature-major (`(2K + 1) 64`
+/// values, 4608 bytes at K = 4), which lets the pass vectorise on a host.
 #[derive(Clone, Debug)]
 pub struct FastIca<T, const D: usize, const K: usize> {
     whitener: Whitener<T, D, K>,
@@ -445,8 +597,13 @@ impl<T: Float, const D: usize, const K: usize> Default for FastIca<T, D, K> {
 }
 
 impl<T: Float, const D: usize, const K: usize> FastIca<T, D, K> {
-    /// Unfitted (all zeros).
+    /// Unfitted (all zeros). `1 <= K <= D` is checked at compile time:
+    ///
+    /// ```compile_fail
+    /// let m = unmix::ica::FastIca::<f64, 3, 4>::new(); // K > D: does not compile
+    /// ```
     pub const fn new() -> Self {
+        const { assert!(K >= 1 && K <= D, "FastICA needs 1 <= K <= D") };
         Self {
             whitener: Whitener::new(),
             unmixing: [[T::ZERO; K]; K],
@@ -504,6 +661,42 @@ impl<T: Float, const D: usize, const K: usize> FastIca<T, D, K> {
         }
         .copy_from(staging);
         w.info = whitening;
+        self.info = info;
+        Ok(info)
+    }
+    /// The streaming fit: `whitener` was fitted from [`Moments`](crate::moments::Moments)
+    /// accumulated one sample at a time, on the samples `exec` holds; `exec` whitens them (in
+    /// place, say, when `D = K`) and runs the iterations and the source pass over them, so no
+    /// `n x K` buffer is needed besides the samples. The model takes the whitener as it is.
+    /// [`WhitenMode::None`] is [`Error::InvalidParameter`]. `staging` needs
+    /// [`model_len`]`(D, K)` elements and `ws` [`white_fit_workspace_len`]`(K)`. On error the
+    /// model is unchanged.
+    #[allow(clippy::too_many_arguments)]
+    pub fn fit_white<E: Executor<T>, Kn: Kernel>(
+        &mut self,
+        whitener: &Whitener<T, D, K>,
+        exec: &mut E,
+        kernel: Kn,
+        opts: &FastIcaOptions,
+        init: WInit<'_>,
+        staging: &mut [T],
+        ws: &mut [f64],
+    ) -> Result<IcaInfo> {
+        let staging = prefix_mut(staging, model_len(D, K))?;
+        let view = whitener.view();
+        let info = fit_model_white(exec, kernel, &view, opts, init, staging, ws, &mut |_, _| {})?;
+        let w = &mut self.whitener;
+        ModelParts {
+            mean: &mut w.mean,
+            whitening: w.whitening.as_flattened_mut(),
+            unwhitening: w.unwhitening.as_flattened_mut(),
+            explained_variance: &mut w.explained_variance,
+            unmixing: self.unmixing.as_flattened_mut(),
+            components: self.components.as_flattened_mut(),
+            mixing: self.mixing.as_flattened_mut(),
+        }
+        .copy_from(staging);
+        w.info = view.info();
         self.info = info;
         Ok(info)
     }
