@@ -5,12 +5,13 @@ use proptest::prelude::*;
 use unmix::Error;
 use unmix::metrics::infomec::{
     active_latents, digamma_int, entropy_from_counts, info_m_c, infomec, mutual_information, nmi,
-    workspace_len,
+    tie_break, workspace_len,
 };
 use unmix::random::Normals;
 
-/// Ross's estimator written from its definition, O(n^2): neighbours by brute force, digamma by
-/// its series at every integer.
+/// Ross's estimator written from its definition, O(n^2): neighbours by brute force under the
+/// distance `(|x_s - x_t|, |tie_break(s) - tie_break(t)| when the values are equal)` compared
+/// lexicographically, digamma by its series at every integer.
 fn brute_mi(x: &[f64], labels: &[i64], k: usize) -> f64 {
     let n = x.len();
     let count = |l: i64| labels.iter().filter(|&&m| m == l).count();
@@ -18,26 +19,28 @@ fn brute_mi(x: &[f64], labels: &[i64], k: usize) -> f64 {
     if kept.is_empty() {
         return 0.0;
     }
+    let dist = |s: usize, t: usize| -> (f64, u64) {
+        let d = (x[s] - x[t]).abs();
+        if d == 0.0 {
+            (0.0, tie_break(s).abs_diff(tie_break(t)))
+        } else {
+            (d, 0)
+        }
+    };
+    let less = |a: (f64, u64), b: (f64, u64)| a.0 < b.0 || (a.0 == b.0 && a.1 < b.1);
     let psi = |m: usize| -0.5772156649015329 + (1..m).map(|i| 1.0 / i as f64).sum::<f64>();
     let (mut sk, mut sl, mut sm) = (0.0, 0.0, 0.0);
     for &t in &kept {
         let nl = count(labels[t]);
         let kc = k.min(nl - 1);
-        let mut d: Vec<f64> = kept
+        let mut d: Vec<(f64, u64)> = kept
             .iter()
             .filter(|&&s| s != t && labels[s] == labels[t])
-            .map(|&s| (x[s] - x[t]).abs())
+            .map(|&s| dist(s, t))
             .collect();
-        d.sort_by(f64::total_cmp);
+        d.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
         let r = d[kc - 1];
-        let m = kept.iter().filter(|&&s| (x[s] - x[t]).abs() < r).count();
-        // Strictly closer than r; a zero radius counts the exact duplicates (scikit-learn's
-        // distance <= nextafter(0, 0) = 0).
-        let m = if r == 0.0 {
-            kept.iter().filter(|&&s| x[s] == x[t]).count()
-        } else {
-            m
-        };
+        let m = kept.iter().filter(|&&s| less(dist(s, t), r)).count();
         sk += psi(kc);
         sl += psi(nl);
         sm += psi(m);
@@ -94,6 +97,19 @@ fn digamma_at_integers() {
         assert!((digamma_int(n) - want).abs() < 1e-12, "psi({n})");
     }
     assert_eq!(digamma_int(0), f64::NEG_INFINITY);
+}
+
+/// A quantised latent that equals the factor carries all its information (an exact estimator
+/// without a tie-break would return 0 here).
+#[test]
+fn quantised_latents_keep_their_information() {
+    let labels: Vec<i64> = (0..1000).map(|t| (t % 4 == 0) as i64).collect();
+    let x: Vec<f64> = labels.iter().map(|&l| 3.0 * l as f64 - 1.0).collect();
+    let h = entropy_from_counts(&[750, 250], 1000);
+    let mi = run_mi(&x, &labels, 10).unwrap();
+    assert!((mi / h - 1.0).abs() < 0.02, "NMI {}", mi / h);
+    // Constant: the tie-break is an arbitrary order, independent of the labels: about 0.
+    assert!(run_mi(&vec![2.0; 1000], &labels, 10).unwrap() < 0.02 * h);
 }
 
 #[test]

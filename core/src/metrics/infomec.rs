@@ -98,8 +98,34 @@ pub fn entropy_from_counts(counts: &[usize], n: usize) -> f64 {
         .sum::<f64>()
 }
 
+/// The tie-break of sample `index`: equal values are ordered by it, at an infinitesimal spacing
+/// (splitmix64, a bijection of `u64`, so no two samples tie). This stands in for the tiny random
+/// jitter scikit-learn adds: without either, a latent with repeated values (a quantised one) has
+/// a k-th neighbour at distance 0 and the estimate collapses to 0 however informative it is.
+pub fn tie_break(index: usize) -> u64 {
+    let mut z = (index as u64).wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Distance between samples `a` and `b` of `c`: `|c_a - c_b|`, or for equal values the
+/// infinitesimal one between their tie-breaks (smaller than any nonzero distance).
+fn distance(c: &[f64], a: usize, b: usize) -> (f64, u64) {
+    let dv = (c[a] - c[b]).abs();
+    if dv == 0.0 {
+        (0.0, tie_break(a).abs_diff(tie_break(b)))
+    } else {
+        (dv, 0)
+    }
+}
+
+fn less(x: (f64, u64), y: (f64, u64)) -> bool {
+    x.0 < y.0 || (x.0 == y.0 && x.1 < y.1)
+}
+
 /// The Ross (2014) estimate for the continuous `c` (`n`, finite) and the encoded `classes`.
-/// `sorted` and `order` need `n` elements.
+/// `sorted` needs `n` elements, `order` `2n`.
 fn mi_encoded(
     c: &[f64],
     classes: &[usize],
@@ -109,6 +135,7 @@ fn mi_encoded(
     order: &mut [usize],
 ) -> f64 {
     let n = c.len();
+    let (order, global) = order.split_at_mut(n);
     let mut nm = 0;
     for t in 0..n {
         if counts[classes[t]] > 1 {
@@ -119,13 +146,20 @@ fn mi_encoded(
     if nm == 0 {
         return 0.0;
     }
+    let key = |t: usize| (c[t], tie_break(t));
+    let by_key = |s: &usize, t: &usize| {
+        let (a, b) = (key(*s), key(*t));
+        a.0.total_cmp(&b.0).then(a.1.cmp(&b.1))
+    };
     let order = &mut order[..nm];
-    order.sort_unstable_by(|&s, &t| classes[s].cmp(&classes[t]).then(c[s].total_cmp(&c[t])));
+    order.sort_unstable_by(|s, t| classes[*s].cmp(&classes[*t]).then(by_key(s, t)));
+    let global = &mut global[..nm];
+    global.copy_from_slice(order);
+    global.sort_unstable_by(by_key);
     let sorted = &mut sorted[..nm];
-    for (x, &t) in sorted.iter_mut().zip(order.iter()) {
+    for (x, &t) in sorted.iter_mut().zip(global.iter()) {
         *x = c[t];
     }
-    sorted.sort_unstable_by(f64::total_cmp);
     let (mut sum_k, mut sum_label, mut sum_m) = (0.0, 0.0, 0.0);
     let mut start = 0;
     while start < nm {
@@ -135,39 +169,48 @@ fn mi_encoded(
         let kc = k.min(count - 1);
         let (psi_k, psi_label) = (digamma_int(kc), digamma_int(count));
         for p in start..end {
-            let v = c[order[p]];
-            // The k nearest neighbours within the class: a window around p of the sorted values.
-            let (mut lo, mut hi, mut r) = (p, p, 0.0);
+            let i = order[p];
+            let v = c[i];
+            // The k nearest neighbours within the class: a window around p of the sorted keys.
+            let (mut lo, mut hi, mut r) = (p, p, (0.0, 0));
             for _ in 0..kc {
-                let left = if lo > start {
-                    v - c[order[lo - 1]]
-                } else {
-                    f64::INFINITY
-                };
-                let right = if hi + 1 < end {
-                    c[order[hi + 1]] - v
-                } else {
-                    f64::INFINITY
-                };
-                if left <= right {
-                    r = left;
-                    lo -= 1;
-                } else {
-                    r = right;
-                    hi += 1;
+                let left = (lo > start).then(|| distance(c, i, order[lo - 1]));
+                let right = (hi + 1 < end).then(|| distance(c, i, order[hi + 1]));
+                match (left, right) {
+                    (Some(l), Some(rt)) if !less(rt, l) => {
+                        r = l;
+                        lo -= 1;
+                    }
+                    (Some(l), None) => {
+                        r = l;
+                        lo -= 1;
+                    }
+                    (_, Some(rt)) => {
+                        r = rt;
+                        hi += 1;
+                    }
+                    (None, None) => {}
                 }
             }
-            // scikit-learn counts distances <= nextafter(r, 0): strictly closer than r.
-            let radius = if r > 0.0 {
-                f64::from_bits(r.to_bits() - 1)
+            // m: samples strictly closer than the k-th neighbour (scikit-learn counts distances
+            // <= nextafter(r, 0)), itself included.
+            let m = if r.0 > 0.0 {
+                let lower = sorted.partition_point(|&x| x < v && v - x >= r.0);
+                let upper = sorted.partition_point(|&x| x <= v || x - v < r.0);
+                upper - lower
             } else {
-                0.0
+                let h = tie_break(i);
+                let lower = global.partition_point(|&t| {
+                    c[t] < v || (c[t] == v && tie_break(t) < h && h - tie_break(t) >= r.1)
+                });
+                let upper = global.partition_point(|&t| {
+                    c[t] < v || (c[t] == v && (tie_break(t) <= h || tie_break(t) - h < r.1))
+                });
+                upper - lower
             };
-            let lower = sorted.partition_point(|&x| x < v && v - x > radius);
-            let upper = sorted.partition_point(|&x| x <= v || x - v <= radius);
             sum_k += psi_k;
             sum_label += psi_label;
-            sum_m += digamma_int(upper - lower);
+            sum_m += digamma_int(m);
         }
         start = end;
     }
@@ -222,7 +265,6 @@ pub fn mutual_information<T: Float>(
     let wu = prefix_mut(ws_usize, lu)?;
     let (classes, rest) = wu.split_at_mut(n);
     let (counts, order) = rest.split_at_mut(n);
-    let (order, _) = order.split_at_mut(n);
     for (cv, xv) in col.iter_mut().zip(x) {
         *cv = xv.to_f64();
     }
@@ -293,7 +335,6 @@ pub fn nmi<T: Float>(
     let wu = prefix_mut(ws_usize, lu)?;
     let (classes, rest) = wu.split_at_mut(n);
     let (counts, order) = rest.split_at_mut(n);
-    let (order, _) = order.split_at_mut(n);
     for i in 0..f {
         let c = encode(n, |t| factors[t * f + i], classes, counts, order);
         if c < 2 {
