@@ -237,12 +237,13 @@ fn check_k(k: usize) -> Result<()> {
 ///
 /// ```
 /// use unmix::metrics::infomec::{mutual_information, workspace_len};
-/// // x separates the two labels completely: I = H(labels) = ln 2, nearly.
+/// // x separates the two labels completely: I = H(labels) = ln 2, up to the estimator's bias
+/// // (on evenly spaced points about psi(k) - psi(k - 1) = 1/9 away from the ends).
 /// let x: Vec<f64> = (0..400).map(|i| i as f64 + if i < 200 { 0.0 } else { 1000.0 }).collect();
 /// let labels: Vec<i64> = (0..400).map(|i| (i >= 200) as i64).collect();
 /// let (lf, lu) = workspace_len(400);
 /// let mi = mutual_information(&x, &labels, 10, &mut vec![0.0; lf], &mut vec![0; lu])?;
-/// assert!((mi - core::f64::consts::LN_2).abs() < 0.01);
+/// assert!(mi > core::f64::consts::LN_2 && mi < core::f64::consts::LN_2 + 0.12);
 /// # Ok::<(), unmix::Error>(())
 /// ```
 pub fn mutual_information<T: Float>(
