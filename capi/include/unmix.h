@@ -188,6 +188,42 @@ unmix_status unmix_mcc(const double *truth, size_t d_true, const double *estimat
                        size_t n, int32_t method, size_t *pairs, double *ws_f64, size_t ws_f64_len,
                        size_t *ws_size, size_t ws_size_len, double *result);
 
+/* ---- The paper's identifiability measures. */
+
+/* Alignment of B mapped into A: errors normalised by A's diameter (2 x the largest distance of a
+ * row of A from its centroid), the ICA efficiency (NaN when permutation == rigid), the diameter,
+ * and the unnormalised mean Euclidean errors. */
+typedef struct unmix_alignment_result {
+    double permutation, rigid, linear, ica;
+    double efficiency;
+    double diameter;
+    double raw_permutation, raw_rigid, raw_linear, raw_ica;
+} unmix_alignment_result;
+
+/* Workspace unmix_alignment needs for n rows: *f64_len doubles and *size_len size_t. */
+unmix_status unmix_alignment_workspace_len(size_t n, size_t da, size_t db, size_t *f64_len,
+                                           size_t *size_len);
+
+/* Alignment errors of b (n x db) mapped into a (n x da): signed permutation, rigid (orthogonal
+ * Procrustes), linear (least squares) and ICA (FastICA on each, seeded by random_state). Needs
+ * n > max(da, db); a rank-deficient a or b is UNMIX_RANK_DEFICIENT. */
+unmix_status unmix_alignment(const double *a, size_t da, const double *b, size_t db, size_t n,
+                             uint64_t random_state, double *ws_f64, size_t ws_f64_len,
+                             size_t *ws_size, size_t ws_size_len, unmix_alignment_result *result);
+
+/* Workspace unmix_infomec needs for n samples: *f64_len doubles and *size_len size_t. */
+unmix_status unmix_infomec_workspace_len(size_t n, size_t *f64_len, size_t *size_len);
+
+/* InfoM and InfoC of latents (n x l) against integer factors (n x f): nmi (f x l) receives the
+ * normalised mutual information (kNN estimator, n_neighbors = 10 by convention), active (l) the
+ * active latents, *infom / *infoc the scores (NaN where undefined: one factor, or one active
+ * latent). A factor with one level is UNMIX_SINGLE_CLASS; all latents constant is
+ * UNMIX_INVALID_PARAMETER. */
+unmix_status unmix_infomec(const int64_t *factors, size_t f, const double *latents, size_t l,
+                           size_t n, size_t n_neighbors, double *nmi, bool *active,
+                           double *ws_f64, size_t ws_f64_len, size_t *ws_size, size_t ws_size_len,
+                           double *infom, double *infoc);
+
 #ifdef __cplusplus
 }
 #endif

@@ -11,8 +11,9 @@ use unmix::ica::{
     self, Algorithm, ContrastKind, FastIcaBuf, FastIcaOptions, FastIcaView, IcaInfo, IcaOptions,
     LogCosh, WInit, WhitenMode,
 };
+use unmix::metrics::alignment::{self, AlignmentOptions};
 use unmix::metrics::correlation::Method as CorrelationMethod;
-use unmix::metrics::{amari_index, auroc, hoyer_sparsity, mcc};
+use unmix::metrics::{amari_index, auroc, hoyer_sparsity, infomec, mcc};
 use unmix::moments::MomentsBuf;
 use unmix::whiten::{self, Method, Rotation, WhitenOptions, WhitenerBuf, WhitenerView};
 use unmix::{Error, Float};
@@ -1007,6 +1008,230 @@ pub unsafe extern "C" fn unmix_mcc(
     })();
     // SAFETY: forwarded caller guarantee on `result`.
     unsafe { put(result, value) }
+}
+
+/// The alignment of two representations (see [`unmix_alignment`]): errors normalised by the
+/// diameter of `A`, the ICA efficiency (NaN when permutation and rigid errors are equal), the
+/// diameter, and the unnormalised mean errors.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct UnmixAlignment {
+    /// Signed permutation, normalised.
+    pub permutation: f64,
+    /// Orthogonal Procrustes plus translation, normalised.
+    pub rigid: f64,
+    /// Least-squares affine map, normalised.
+    pub linear: f64,
+    /// Through independently fitted FastICA sources, normalised.
+    pub ica: f64,
+    /// `(permutation - ica) / (permutation - rigid) x 100`.
+    pub efficiency: f64,
+    /// `2 max_t |a_t - mean_A|`.
+    pub diameter: f64,
+    /// Mean Euclidean distance of the signed permutation, in `A`'s units.
+    pub raw_permutation: f64,
+    /// Mean Euclidean distance of the rigid map.
+    pub raw_rigid: f64,
+    /// Mean Euclidean distance of the linear map.
+    pub raw_linear: f64,
+    /// Mean Euclidean distance of the ICA map.
+    pub raw_ica: f64,
+}
+
+/// Workspace [`unmix_alignment`] needs for `n` rows: `*f64_len` doubles and `*size_len`
+/// `size_t`s.
+///
+/// # Safety
+/// `f64_len` and `size_len` must be valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn unmix_alignment_workspace_len(
+    n: usize,
+    da: usize,
+    db: usize,
+    f64_len: *mut usize,
+    size_len: *mut usize,
+) -> UnmixStatus {
+    if f64_len.is_null() || size_len.is_null() {
+        return UnmixStatus::NullPointer;
+    }
+    let Some((f, u)) = alignment_lens(n, da, db) else {
+        return UnmixStatus::DimensionMismatch;
+    };
+    // SAFETY: non-null and writable by the caller's guarantee.
+    unsafe { (*f64_len, *size_len) = (f, u) };
+    UnmixStatus::Ok
+}
+
+/// `(f64, usize)` lengths: the core's f64 and T (= f64) workspaces in one buffer.
+fn alignment_lens(n: usize, da: usize, db: usize) -> Option<(usize, usize)> {
+    // The core's lengths are sums of products of the sizes, each below these bounds: refuse
+    // sizes whose products would overflow.
+    let d = da.checked_add(db)?;
+    d.checked_mul(d)?.checked_mul(64)?;
+    n.checked_mul(d)?.checked_mul(4)?;
+    let (f, u, t) = alignment::workspace_len(n, da, db);
+    Some((f.checked_add(t)?, u))
+}
+
+/// The paper's alignment errors of `b` (`n x db`) mapped into `a` (`n x da`), both row-major:
+/// signed permutation, rigid (orthogonal Procrustes), linear (least squares) and ICA (FastICA
+/// with scikit-learn's defaults on each, seeded by `random_state`), into `*result`. Workspace
+/// sizes from [`unmix_alignment_workspace_len`].
+///
+/// # Safety
+/// Pointers must be valid for the lengths given or implied, and the outputs must not overlap.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn unmix_alignment(
+    a: *const f64,
+    da: usize,
+    b: *const f64,
+    db: usize,
+    n: usize,
+    random_state: u64,
+    ws_f64: *mut f64,
+    ws_f64_len: usize,
+    ws_size: *mut usize,
+    ws_size_len: usize,
+    result: *mut UnmixAlignment,
+) -> UnmixStatus {
+    if result.is_null() || ws_size.is_null() {
+        return UnmixStatus::NullPointer;
+    }
+    let value = (|| {
+        let (Some(la), Some(lb)) = (n.checked_mul(da), n.checked_mul(db)) else {
+            return Err(UnmixStatus::DimensionMismatch);
+        };
+        let (_, _, lt) = alignment::workspace_len(n, da, db);
+        // SAFETY: forwarded caller guarantees (null pointers rejected above and in `input`).
+        let (a, b, wf, wu) = unsafe {
+            (
+                input(a, la)?,
+                input(b, lb)?,
+                output(ws_f64, ws_f64_len)?,
+                slice::from_raw_parts_mut(ws_size, ws_size_len),
+            )
+        };
+        if wf.len() < lt {
+            return Err(UnmixStatus::BufferTooSmall);
+        }
+        let (wt, wf) = wf.split_at_mut(lt);
+        let opts = AlignmentOptions {
+            random_state,
+            ..AlignmentOptions::DEFAULT
+        };
+        Ok(alignment::alignment(a, da, b, db, &opts, wf, wu, wt)?)
+    })();
+    match value {
+        Ok(al) => {
+            let (e, r) = (al.normalized, al.raw);
+            // SAFETY: non-null and writable by the caller's guarantee.
+            unsafe {
+                *result = UnmixAlignment {
+                    permutation: e.permutation,
+                    rigid: e.rigid,
+                    linear: e.linear,
+                    ica: e.ica,
+                    efficiency: al.efficiency,
+                    diameter: al.diameter,
+                    raw_permutation: r.permutation,
+                    raw_rigid: r.rigid,
+                    raw_linear: r.linear,
+                    raw_ica: r.ica,
+                }
+            };
+            UnmixStatus::Ok
+        }
+        Err(e) => e,
+    }
+}
+
+/// Workspace [`unmix_infomec`] needs for `n` samples: `*f64_len` doubles and `*size_len`
+/// `size_t`s.
+///
+/// # Safety
+/// `f64_len` and `size_len` must be valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn unmix_infomec_workspace_len(
+    n: usize,
+    f64_len: *mut usize,
+    size_len: *mut usize,
+) -> UnmixStatus {
+    if f64_len.is_null() || size_len.is_null() {
+        return UnmixStatus::NullPointer;
+    }
+    if n.checked_mul(4).is_none() {
+        return UnmixStatus::DimensionMismatch;
+    }
+    let (f, u) = infomec::workspace_len(n);
+    // SAFETY: non-null and writable by the caller's guarantee.
+    unsafe { (*f64_len, *size_len) = (f, u) };
+    UnmixStatus::Ok
+}
+
+/// InfoM and InfoC (Hsu et al.) of `latents` (`n x l`, continuous) against `factors` (`n x f`,
+/// integer labels): `nmi` (`f x l`) receives the normalised mutual information (kNN estimator
+/// with `n_neighbors`, 10 by convention), `active` (`l`) which latents are active, `*infom` and
+/// `*infoc` the scores (NaN where undefined: one factor, or one active latent). A factor with one
+/// level is `UNMIX_SINGLE_CLASS`; every latent constant is `UNMIX_INVALID_PARAMETER`.
+///
+/// # Safety
+/// Pointers must be valid for the lengths given or implied, and the outputs must not overlap.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn unmix_infomec(
+    factors: *const i64,
+    f: usize,
+    latents: *const f64,
+    l: usize,
+    n: usize,
+    n_neighbors: usize,
+    nmi: *mut f64,
+    active: *mut bool,
+    ws_f64: *mut f64,
+    ws_f64_len: usize,
+    ws_size: *mut usize,
+    ws_size_len: usize,
+    infom: *mut f64,
+    infoc: *mut f64,
+) -> UnmixStatus {
+    if [factors.is_null(), active.is_null(), ws_size.is_null()]
+        .into_iter()
+        .chain([infom.is_null(), infoc.is_null()])
+        .any(|b| b)
+    {
+        return UnmixStatus::NullPointer;
+    }
+    let value = (|| {
+        let (Some(lf), Some(ll), Some(lnmi)) =
+            (n.checked_mul(f), n.checked_mul(l), f.checked_mul(l))
+        else {
+            return Err(UnmixStatus::DimensionMismatch);
+        };
+        // SAFETY: forwarded caller guarantees (null pointers rejected above and in `input`).
+        let (s, z, out, act, wf, wu) = unsafe {
+            (
+                slice::from_raw_parts(factors, lf),
+                input(latents, ll)?,
+                output(nmi, lnmi)?,
+                slice::from_raw_parts_mut(active, l),
+                output(ws_f64, ws_f64_len)?,
+                slice::from_raw_parts_mut(ws_size, ws_size_len),
+            )
+        };
+        Ok(infomec::infomec(s, f, z, l, n_neighbors, out, act, wf, wu)?)
+    })();
+    match value {
+        Ok(r) => {
+            // SAFETY: non-null and writable by the caller's guarantee.
+            unsafe {
+                *infom = r.infom.unwrap_or(f64::NAN);
+                *infoc = r.infoc.unwrap_or(f64::NAN);
+            }
+            UnmixStatus::Ok
+        }
+        Err(e) => e,
+    }
 }
 
 unsafe extern "C" {

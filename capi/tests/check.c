@@ -331,6 +331,58 @@ static void check_abi(void) {
     }
 }
 
+/* ---- The paper's identifiability measures. */
+static double align_f64[1 << 17];
+static size_t align_size[1 << 14];
+static int64_t factors[N * 2];
+static double nmi_out[2 * K];
+
+static void check_identifiability(void) {
+    /* B = the mixtures of A = the sources: linear is exact, ICA nearly so, permutation is not. */
+    size_t fl, sl;
+    unmix_alignment_result al;
+    check(unmix_alignment_workspace_len(N, K, K, &fl, &sl) == UNMIX_OK &&
+              fl <= sizeof align_f64 / sizeof *align_f64 && sl <= sizeof align_size / sizeof *align_size,
+          "alignment workspace");
+    check(unmix_alignment(src, K, mixed, K, N, 0, align_f64, fl, align_size, sl, &al) == UNMIX_OK,
+          "alignment");
+    check(al.linear < 1e-10 && al.ica < 0.02 && al.permutation > al.rigid && al.rigid > al.linear,
+          "alignment errors ordered, ICA recovers the sources");
+    /* B is a non-orthogonal linear map of A: ICA beats the rigid map, so efficiency > 100 %. */
+    check(al.efficiency > 100.0, "ICA efficiency");
+    check(fabs(al.raw_rigid - al.rigid * al.diameter) < 1e-12 * al.raw_rigid, "raw = normalised x diameter");
+    check(unmix_alignment(src, K, mixed, K, K, 0, align_f64, fl, align_size, sl, &al) ==
+              UNMIX_TOO_FEW_SAMPLES, "alignment needs more samples than dimensions");
+    check(unmix_alignment(src, K, mixed, K, N, 0, align_f64, 10, align_size, sl, &al) ==
+              UNMIX_BUFFER_TOO_SMALL, "alignment small workspace");
+    check(unmix_alignment(src, K, mixed, K, N, 0, align_f64, fl, align_size, sl, NULL) ==
+              UNMIX_NULL_POINTER, "alignment null result");
+
+    /* Two factors: the sign of source 0 and of source 2. Latent j = source j. */
+    for (size_t r = 0; r < N; r++) {
+        factors[r * 2 + 0] = src[r * K + 0] > 0;
+        factors[r * 2 + 1] = src[r * K + 2] > 0;
+    }
+    bool active[K];
+    double infom = -1, infoc = -1;
+    check(unmix_infomec_workspace_len(N, &fl, &sl) == UNMIX_OK &&
+              fl <= sizeof align_f64 / sizeof *align_f64 && sl <= sizeof align_size / sizeof *align_size,
+          "infomec workspace");
+    check(unmix_infomec(factors, 2, src, K, N, 10, nmi_out, active, align_f64, fl, align_size, sl,
+                        &infom, &infoc) == UNMIX_OK,
+          "infomec");
+    /* Factor 0 is the sign of latent 0, factor 1 a function of the two-level latent 2. */
+    check(nmi_out[0 * K + 0] > 0.95 && nmi_out[1 * K + 2] > 0.95 && nmi_out[0 * K + 1] < 0.05,
+          "infomec nmi");
+    check(active[0] && active[1] && active[2], "infomec active latents");
+    check(infom > 0.9 && infom <= 1.0 && infoc > 0.9 && infoc <= 1.0, "infom and infoc");
+    for (size_t r = 0; r < N; r++) factors[r * 2 + 1] = 7;
+    check(unmix_infomec(factors, 2, src, K, N, 10, nmi_out, active, align_f64, fl, align_size, sl,
+                        &infom, &infoc) == UNMIX_SINGLE_CLASS, "infomec single-level factor");
+    check(unmix_infomec(factors, 1, src, K, N, 10, nmi_out, active, align_f64, fl, align_size, sl,
+                        &infom, &infoc) == UNMIX_OK && isnan(infom), "infom undefined with one factor");
+}
+
 int main(void) {
     check_abi();
     for (size_t r = 0; r < N; r++) {
@@ -405,6 +457,7 @@ int main(void) {
     check_fastica();
     check_f32();
     check_metrics();
+    check_identifiability();
 
     printf("capi: %d passed, %d failed\n", passed, failed);
     return failed != 0;

@@ -3,6 +3,7 @@
 
 pub mod demo;
 pub mod fastica;
+pub mod identifiability;
 pub mod io;
 pub mod metric;
 pub mod pipeline;
