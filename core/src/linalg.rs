@@ -389,3 +389,215 @@ pub(crate) fn affine_rows<T: Float>(
     }
     Ok(())
 }
+
+/// Sweeps of [`polar_factor`]'s one-sided Jacobi SVD allowed (it needs about 6 to 12 in practice).
+pub const MAX_JACOBI_SWEEPS: usize = 60;
+
+/// `f64` workspace [`polar_factor`] needs for a `rows x cols` matrix.
+pub const fn polar_workspace_len(rows: usize, cols: usize) -> usize {
+    let (m, p) = if rows >= cols {
+        (rows, cols)
+    } else {
+        (cols, rows)
+    };
+    p * m + p * p + p
+}
+
+/// The orthogonal polar factor of the `rows x cols` row-major `c`: `q = U V'` from the thin SVD
+/// `c = U S V'` (`rows x cols`; orthonormal columns when `rows >= cols`, orthonormal rows
+/// otherwise). It is the semi-orthogonal matrix nearest to `c` and the one that maximises
+/// `trace(q' c)`: the solution of the orthogonal Procrustes problem (Schonemann 1966), as
+/// `scipy.linalg.orthogonal_procrustes` computes it.
+///
+/// The SVD is one-sided Jacobi (Hestenes), which is accurate to rounding in every singular
+/// vector whose singular value is not tiny; no cross-product matrix `c'c` is formed, so the
+/// condition number is not squared. Singular vectors of zero singular values are not unique: they
+/// are completed to an orthonormal set deterministically (the polar factor is then one of the
+/// optimal maps). `ws` needs [`polar_workspace_len`] elements; non-finite input is an error.
+///
+/// ```
+/// // A rotation by 90 degrees, scaled: its polar factor is the rotation.
+/// let c = [0.0, -2.0, 3.0, 0.0];
+/// let (mut q, mut ws) = ([0.0; 4], [0.0; unmix::linalg::polar_workspace_len(2, 2)]);
+/// unmix::linalg::polar_factor(&c, 2, 2, &mut q, &mut ws)?;
+/// assert_eq!(q, [0.0, -1.0, 1.0, 0.0]);
+/// # Ok::<(), unmix::Error>(())
+/// ```
+pub fn polar_factor(
+    c: &[f64],
+    rows: usize,
+    cols: usize,
+    q: &mut [f64],
+    ws: &mut [f64],
+) -> Result<()> {
+    let len = rows * cols;
+    for (found, needed) in [
+        (c.len(), len),
+        (q.len(), len),
+        (ws.len(), polar_workspace_len(rows, cols)),
+    ] {
+        if found < needed {
+            return Err(Error::BufferTooSmall { needed, found });
+        }
+    }
+    if len == 0 {
+        return Err(Error::InvalidParameter(
+            "matrix dimensions must be at least 1",
+        ));
+    }
+    if let Some(pos) = first_non_finite(&c[..len]) {
+        return Err(Error::NonFinite {
+            row: (pos / cols) as u64,
+            col: pos % cols,
+        });
+    }
+    // Work on the tall orientation X (m x p, m >= p), stored as G = X' (p rows of length m) so
+    // that every rotation combines two contiguous rows.
+    let tall = rows >= cols;
+    let (m, p) = if tall { (rows, cols) } else { (cols, rows) };
+    let (g, rest) = ws.split_at_mut(p * m);
+    let (vt, rest) = rest.split_at_mut(p * p);
+    let norms = &mut rest[..p];
+    for i in 0..p {
+        for r in 0..m {
+            // X = c when tall (G row i = column i of c), X = c' otherwise (G row i = row i of c).
+            g[i * m + r] = if tall {
+                c[r * cols + i]
+            } else {
+                c[i * cols + r]
+            };
+        }
+    }
+    // Scale by a power of two so that squared norms cannot overflow or underflow.
+    let amax = g.iter().fold(0.0f64, |a, x| a.max(x.abs()));
+    if amax > 0.0 {
+        let (_, exponent) = libm::frexp(amax);
+        for x in g.iter_mut() {
+            *x = libm::ldexp(*x, -exponent);
+        }
+    }
+    jacobi_orthogonalize(g, vt, m, p)?;
+    // U: the normalised rows of G; rows of (numerically) zero norm are completed below.
+    for (i, n) in norms.iter_mut().enumerate() {
+        *n = libm::sqrt(dot(&g[i * m..(i + 1) * m], &g[i * m..(i + 1) * m]));
+    }
+    let smax = norms.iter().fold(0.0f64, |a, &x| a.max(x));
+    let tiny = smax * f64::EPSILON * m as f64;
+    for (i, n) in norms.iter_mut().enumerate() {
+        let row = &mut g[i * m..(i + 1) * m];
+        if *n > tiny {
+            for x in row.iter_mut() {
+                *x /= *n;
+            }
+        } else {
+            row.fill(0.0);
+            *n = 0.0;
+        }
+    }
+    for i in 0..p {
+        if norms[i] == 0.0 {
+            complete_row(g, m, p, i, norms);
+        }
+    }
+    // Q (m x p) = U V', element (r, s) = sum_i U[r][i] V[s][i] = sum_i g[i][r] vt[i][s].
+    for r in 0..m {
+        for s in 0..p {
+            let mut v = 0.0;
+            for i in 0..p {
+                v += g[i * m + r] * vt[i * p + s];
+            }
+            // q is rows x cols: Q itself when tall, Q' otherwise.
+            if tall {
+                q[r * cols + s] = v;
+            } else {
+                q[s * cols + r] = v;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One-sided Jacobi: rotates pairs of rows of `g` (`p x m`) until they are mutually orthogonal,
+/// accumulating the rotations in `vt` (`p x p`, rows = columns of V).
+fn jacobi_orthogonalize(g: &mut [f64], vt: &mut [f64], m: usize, p: usize) -> Result<()> {
+    vt.fill(0.0);
+    for i in 0..p {
+        vt[i * p + i] = 1.0;
+    }
+    let tol = f64::EPSILON * m as f64;
+    for _sweep in 0..MAX_JACOBI_SWEEPS {
+        let mut rotated = false;
+        for i in 0..p {
+            for j in i + 1..p {
+                let (lo, hi) = g.split_at_mut(j * m);
+                let (gi, gj) = (&mut lo[i * m..(i + 1) * m], &mut hi[..m]);
+                let alpha = dot(gi, gi);
+                let beta = dot(gj, gj);
+                let gamma = dot(gi, gj);
+                if gamma == 0.0 || gamma.abs() <= tol * libm::sqrt(alpha * beta) {
+                    continue;
+                }
+                rotated = true;
+                // The rotation that zeroes gamma (Rutishauser's formulas).
+                let zeta = (beta - alpha) / (2.0 * gamma);
+                let t = libm::copysign(1.0, zeta) / (zeta.abs() + libm::hypot(1.0, zeta));
+                let cs = 1.0 / libm::hypot(1.0, t);
+                let sn = cs * t;
+                for (a, b) in gi.iter_mut().zip(gj.iter_mut()) {
+                    let (x, y) = (*a, *b);
+                    *a = cs * x - sn * y;
+                    *b = sn * x + cs * y;
+                }
+                let (lo, hi) = vt.split_at_mut(j * p);
+                let (vi, vj) = (&mut lo[i * p..(i + 1) * p], &mut hi[..p]);
+                for (a, b) in vi.iter_mut().zip(vj.iter_mut()) {
+                    let (x, y) = (*a, *b);
+                    *a = cs * x - sn * y;
+                    *b = sn * x + cs * y;
+                }
+            }
+        }
+        if !rotated {
+            return Ok(());
+        }
+    }
+    Err(Error::NoConvergence {
+        iterations: MAX_JACOBI_SWEEPS,
+    })
+}
+
+/// Sets row `i` of `g` (`p x m`, the other rows orthonormal or zero) to the unit vector of the
+/// standard basis, orthogonalised against the rows kept so far, with the largest residual.
+fn complete_row(g: &mut [f64], m: usize, p: usize, i: usize, norms: &mut [f64]) {
+    let mut best = (0usize, -1.0f64);
+    for e in 0..m {
+        // Residual norm^2 of e_e after projecting out the kept rows: 1 - sum_k g[k][e]^2.
+        let used: f64 = (0..p)
+            .filter(|&k| k != i && norms[k] > 0.0)
+            .map(|k| g[k * m + e] * g[k * m + e])
+            .sum();
+        if 1.0 - used > best.1 {
+            best = (e, 1.0 - used);
+        }
+    }
+    let (lo, rest) = g.split_at_mut(i * m);
+    let (row, hi) = rest.split_at_mut(m);
+    row.fill(0.0);
+    row[best.0] = 1.0;
+    for _pass in 0..2 {
+        for (k, other) in lo.chunks_exact(m).chain(hi.chunks_exact(m)).enumerate() {
+            let k = if k < i { k } else { k + 1 };
+            if norms[k] > 0.0 {
+                let d = dot(other, row);
+                for (x, y) in row.iter_mut().zip(other) {
+                    *x -= d * y;
+                }
+            }
+        }
+    }
+    let n = libm::sqrt(dot(row, row));
+    for x in row.iter_mut() {
+        *x /= n;
+    }
+    norms[i] = 1.0;
+}

@@ -37,6 +37,8 @@ manifest = {
     "amari": [],
     "hoyer": [],
     "concentration": [],
+    "alignment": [],
+    "infomec": [],
 }
 
 
@@ -142,6 +144,7 @@ def main():
     fastica_fixtures(rng, digits.data[:, digits.data.std(axis=0) > 0])
     metric_fixtures(np.random.default_rng(20260202))
     concentration_fixtures()
+    identifiability_fixtures(np.random.default_rng(20260303))
 
     with open(OUT / "manifest.json", "w") as f:
         json.dump(manifest, f, indent=1)
@@ -400,6 +403,131 @@ def concentration_fixtures():
     x = rng.standard_normal((1200, 8))
     y = (x[:, 2] + 0.8 * x[:, 5] + 0.5 * rng.standard_normal(1200) > 0).astype(np.int64)
     case("two_of_eight", x, y, "features 2 and 5 carry the label; means over seeds 0..4 agree within the tolerance", 0.1)
+
+
+def identifiability_fixtures(rng):
+    """Alignment maps (scipy's orthogonal_procrustes, numpy's lstsq) and InfoMEC (Hsu et al.'s
+    formulas over scikit-learn's mutual_info_classif, mutual_info_score, LogisticRegression)."""
+    from scipy.linalg import orthogonal_procrustes
+    from scipy.optimize import linear_sum_assignment
+    from sklearn.feature_selection import mutual_info_classif
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.metrics import log_loss, mutual_info_score
+    from sklearn.preprocessing import StandardScaler
+
+    # ---- alignment: B -> A by signed permutation, orthogonal Procrustes and least squares --------
+    def mean_dist(a, b_hat):
+        return float(np.linalg.norm(a - b_hat, axis=1).mean())
+
+    def alignment_case(name, a, b, note):
+        ac, bc = a - a.mean(axis=0), b - b.mean(axis=0)
+        if a.shape == b.shape:
+            r, _ = orthogonal_procrustes(bc, ac)  # argmin |bc R - ac|, R is db x da
+        else:
+            u, _, vt = np.linalg.svd(bc.T @ ac, full_matrices=False)
+            r = u @ vt  # the same formula for a semi-orthogonal R
+        design = np.c_[b, np.ones(len(b))]
+        coef = np.linalg.lstsq(design, a, rcond=None)[0]  # (db + 1) x da
+        da = a.shape[1]
+        cc = np.abs(np.corrcoef(a, b, rowvar=False)[:da, da:])
+        rows, cols = linear_sum_assignment(-cc)
+        perm = np.zeros((da, b.shape[1]))
+        signed = np.corrcoef(a, b, rowvar=False)[:da, da:]
+        perm[rows, cols] = np.where(signed[rows, cols] < 0, -1.0, 1.0)
+        manifest["alignment"].append({
+            "name": name,
+            "note": note,
+            "a": save(f"align_{name}_a", a),
+            "b": save(f"align_{name}_b", b),
+            "rigid_map": save(f"align_{name}_rigid_map", r.T),  # da x db: b_hat = mean_a + M (b - mean_b)
+            "linear_map": save(f"align_{name}_linear_map", coef[:-1].T),
+            "permutation_map": save(f"align_{name}_permutation_map", perm),
+            "diameter": float(2 * np.linalg.norm(ac, axis=1).max()),
+            "raw": {
+                "rigid": mean_dist(ac, bc @ r),
+                "linear": mean_dist(a, design @ coef),
+                "permutation": mean_dist(ac, bc @ perm.T),
+            },
+            "rtol": 1e-8,
+        })
+
+    n = 600
+    s = np.c_[rng.laplace(size=(n, 2)), rng.uniform(-2, 2, size=(n, 2))]
+    a = s @ rng.standard_normal((4, 4)) + rng.uniform(-3, 3, 4)
+    q = random_orthogonal(rng, 4)
+    alignment_case("near_rigid", a, a @ q * 1.3 + 2.0 + 0.3 * rng.standard_normal((n, 4)),
+                   "B = 1.3 A Q + 2 + noise")
+    alignment_case("general", a, np.tanh(a @ rng.standard_normal((4, 4))) + 0.1 * rng.standard_normal((n, 4)),
+                   "B = tanh(A M) + noise: no map is exact")
+    alignment_case("wide", a[:, :3], a @ rng.standard_normal((4, 5)) + 0.2 * rng.standard_normal((n, 5)),
+                   "da = 3 < db = 5")
+    alignment_case("tall", a, a[:, :2] @ rng.standard_normal((2, 2)) + 0.2 * rng.standard_normal((n, 2)),
+                   "da = 4 > db = 2")
+
+    # ---- InfoMEC: Hsu et al.'s definitions over scikit-learn's estimators ----------------------
+    def infomec_reference(factors, latents):
+        z = StandardScaler().fit_transform(latents)
+        f, l = factors.shape[1], latents.shape[1]
+        nmi = np.empty((f, l))
+        for i in range(f):
+            for j in range(l):
+                nmi[i, j] = mutual_info_classif(z[:, [j]], factors[:, i], n_neighbors=10, random_state=0)[0]
+            nmi[i] /= mutual_info_score(factors[:, i], factors[:, i])
+        ranges = latents.max(axis=0) - latents.min(axis=0)
+        active = ranges > ranges.max() / 20
+        pruned = nmi[:, active]
+        la = active.sum()
+
+        def share(m, axis, count):
+            # Where every NMI is 0 the share is undefined (NaN in Hsu et al.'s code); unmix counts it
+            # as 1/count, i.e. no preference. No case below has such a row or column.
+            total = m.sum(axis=axis)
+            return np.where(total > 0, m.max(axis=axis) / np.where(total > 0, total, 1), 1 / count)
+        infom = (np.mean(share(pruned, 0, f)) - 1 / f) / (1 - 1 / f)
+        infoc = (np.mean(share(pruned, 1, la)) - 1 / la) / (1 - 1 / la)
+
+        def loss(x, y):
+            # penalty=None, deprecated in scikit-learn 1.8 in favour of C=inf (the same model).
+            model = LogisticRegression(C=np.inf, class_weight="balanced", max_iter=10000)
+            model.fit(x, y)
+            return log_loss(y, model.predict_proba(x))
+        infoe = np.mean([(loss(np.zeros_like(z), factors[:, i]) - loss(z, factors[:, i]))
+                         / loss(np.zeros_like(z), factors[:, i]) for i in range(f)])
+        return nmi, active, float(infom), float(infoc), float(infoe)
+
+    def infomec_case(name, factors, latents, note):
+        nmi, active, infom, infoc, infoe = infomec_reference(factors, latents)
+        manifest["infomec"].append({
+            "name": name,
+            "note": note,
+            "factors": save(f"infomec_{name}_factors", factors.astype(np.int64)),
+            "latents": save(f"infomec_{name}_latents", latents),
+            "nmi": save(f"infomec_{name}_nmi", nmi),
+            "active": active.tolist(),
+            "infom": infom,
+            "infoc": infoc,
+            "infoe": infoe,
+            "tol": 1e-3,
+            "infoe_tol": 2e-2,
+        })
+
+    n = 2000
+    factors = np.c_[rng.integers(0, 3, n), rng.integers(0, 4, n), rng.integers(0, 5, n)]
+    noise = rng.standard_normal((n, 5))
+    latents = np.c_[factors[:, 0] + 0.3 * noise[:, 0],
+                    factors[:, 1] + 0.5 * factors[:, 0] + 0.4 * noise[:, 1],
+                    factors[:, 2] + 1.5 * noise[:, 2],
+                    0.5 * factors[:, 1] - factors[:, 2] + noise[:, 3],
+                    0.01 * noise[:, 4]]
+    infomec_case("modular", factors, latents,
+                 "latent 0 reads factor 0, 1 factors 1 and 0, 2 factor 2 noisily, 3 factors 1 and 2, 4 inactive")
+    rot = random_orthogonal(rng, 3)
+    infomec_case("entangled", factors, (factors - factors.mean(axis=0)) @ rot + 0.3 * rng.standard_normal((n, 3)),
+                 "the factors rotated, plus noise")
+    rare = factors[:, :2].copy()
+    rare[0, 1] = 9  # a label seen once: left out of I, counted in H
+    infomec_case("rare_label", rare, latents[:, :4] + 0.05 * rng.standard_normal((n, 4)),
+                 "a factor with a label seen once")
 
 
 if __name__ == "__main__":

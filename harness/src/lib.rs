@@ -4,6 +4,7 @@
 pub mod concentration;
 pub mod demo;
 pub mod fastica;
+pub mod identifiability;
 pub mod io;
 pub mod metric;
 pub mod pipeline;

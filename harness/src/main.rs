@@ -31,7 +31,8 @@ enum Command {
     Transform(ApplyArgs),
     /// Samples from sources under a fitted model.
     InverseTransform(ApplyArgs),
-    /// Score representations: AUROC, sparsity, MCC, Amari index, concentration.
+    /// Score representations: AUROC, sparsity, MCC, Amari index, concentration, alignment,
+    /// InfoMEC.
     #[command(subcommand)]
     Metric(MetricCommand),
     /// The paper's claims on built-in data: tables, verdicts, SVG figures, JSON.
@@ -110,6 +111,31 @@ enum MetricCommand {
         #[arg(long, default_value_t = 0.1)]
         learning_rate: f64,
     },
+    /// The paper's alignment errors of --other mapped into --reference (permutation, rigid,
+    /// linear, ICA), normalised by the reference's diameter, and the ICA efficiency.
+    Alignment {
+        /// Reference representation A, n x Da.
+        #[arg(long)]
+        reference: PathBuf,
+        /// The other representation B of the same n inputs, n x Db.
+        #[arg(long)]
+        other: PathBuf,
+        /// Seed of the two FastICA fits.
+        #[arg(long, default_value_t = 0)]
+        random_state: u64,
+    },
+    /// InfoM, InfoE and InfoC of continuous latents against discrete factors (Hsu et al.).
+    Infomec {
+        /// Integer factor labels, n x F.
+        #[arg(long)]
+        factors: PathBuf,
+        /// Latents, n x L.
+        #[arg(long)]
+        latents: PathBuf,
+        /// Neighbours of the mutual-information estimator.
+        #[arg(long, default_value_t = 10)]
+        n_neighbors: usize,
+    },
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -166,6 +192,16 @@ fn run_metric(c: &MetricCommand) -> Result<serde_json::Value> {
             };
             harness::concentration::run_files(features, labels, groups.as_deref(), &job)
         }
+        MetricCommand::Alignment {
+            reference,
+            other,
+            random_state,
+        } => harness::identifiability::alignment(reference, other, *random_state),
+        MetricCommand::Infomec {
+            factors,
+            latents,
+            n_neighbors,
+        } => harness::identifiability::infomec(factors, latents, *n_neighbors),
     }
 }
 

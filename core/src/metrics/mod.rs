@@ -6,13 +6,17 @@
 //! - [`assignment`]: rectangular linear sum assignment (Crouse's shortest augmenting path).
 //! - [`mcc`]: mean correlation coefficient after optimal matching.
 //! - [`amari`]: the Amari index of `W A`, normalised to [0, 1].
+//! - [`alignment`]: alignment errors of two representations (permutation, rigid, linear, ICA).
+//! - [`infomec`]: InfoM and InfoC of latents against discrete factors (kNN mutual information).
 //!
 //! All take their scratch from the caller; none allocates or panics on data.
 
+pub mod alignment;
 pub mod amari;
 pub mod assignment;
 pub mod auroc;
 pub mod correlation;
+pub mod infomec;
 pub mod mcc;
 pub mod sparsity;
 
