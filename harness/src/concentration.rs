@@ -241,11 +241,19 @@ pub struct Concentration {
     pub mean_split_fractions: Vec<f64>,
 }
 
-/// How the top group is chosen, as printed in every output.
+/// How the top group is chosen, as printed in every output: `ceil(top x D)` features.
 pub fn top_rule(top: f64, n_features: usize, n_top: usize) -> String {
     format!(
-        "top {:.0} % rounded up to whole features: ceil({top} x {n_features}) = {n_top} of {n_features} features ({:.1} %)",
+        "top {:.0} % rounded up to whole features: {}",
         top * 100.0,
+        top_count_text(top, n_features, n_top)
+    )
+}
+
+/// `ceil(0.25 x 61) = 16 of 61 features (26.2 %)`.
+pub fn top_count_text(top: f64, n_features: usize, n_top: usize) -> String {
+    format!(
+        "ceil({top} x {n_features}) = {n_top} of {n_features} features ({:.1} %)",
         100.0 * n_top as f64 / n_features as f64
     )
 }
