@@ -108,14 +108,19 @@ impl Trees {
         json!({
             "library": "forust-ml 0.8 (GradientBooster, log loss)",
             "n_trees": self.n_trees, "max_depth": self.max_depth,
-            "learning_rate": self.learning_rate, "l2": self.l2,
-            "min_leaf_weight": self.min_leaf_weight, "gamma": self.gamma,
+            "learning_rate": self.learning_rate, "l2": shortest(self.l2),
+            "min_leaf_weight": shortest(self.min_leaf_weight), "gamma": shortest(self.gamma),
             "max_bins": self.max_bins, "base_score": "log-odds of the training prior",
             "subsample": 1.0, "colsample_bytree": 1.0, "missing_branches": false, "threads": 1,
             "importance": "split count per feature (forust's \"weight\")",
             "matches": "scikit-learn GradientBoostingClassifier() defaults, except that trees grow on the Newton gain and cut at bin edges",
         })
     }
+}
+
+/// An `f32` setting as the `f64` with the same shortest decimal form (1e-3, not 1.0000000474974513e-3).
+fn shortest(v: f32) -> f64 {
+    v.to_string().parse().unwrap_or(f64::from(v))
 }
 
 /// Options of the concentration pipeline.

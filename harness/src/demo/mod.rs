@@ -63,7 +63,7 @@ pub struct DemoArgs {
     #[arg(long, default_value_t = 16)]
     pub dim: usize,
     /// How far the map from factors to embeddings is from an isometry (0: a rigid map).
-    #[arg(long, default_value_t = 0.2)]
+    #[arg(long, default_value_t = 0.2, allow_negative_numbers = true)]
     pub distortion: f64,
     /// Seeds of the tree pipeline; every concentration is a mean and spread over them.
     #[arg(long, default_value_t = 5)]
