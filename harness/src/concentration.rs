@@ -198,6 +198,12 @@ pub struct Spread {
 
 impl Spread {
     /// Summarises per-seed values.
+    ///
+    /// ```
+    /// let s = harness::concentration::Spread::of(vec![0.1, 0.3, 0.2]);
+    /// assert!((s.mean - 0.2).abs() < 1e-15 && (s.std - 0.1).abs() < 1e-15);
+    /// assert_eq!((s.min, s.max), (0.1, 0.3));
+    /// ```
     pub fn of(per_seed: Vec<f64>) -> Self {
         let n = per_seed.len() as f64;
         let mean = per_seed.iter().sum::<f64>() / n;
@@ -255,7 +261,12 @@ pub fn top_rule(top: f64, n_features: usize, n_top: usize) -> String {
     )
 }
 
-/// `ceil(0.25 x 61) = 16 of 61 features (26.2 %)`.
+/// The rounding, spelled out.
+///
+/// ```
+/// use harness::concentration::top_count_text;
+/// assert_eq!(top_count_text(0.25, 61, 16), "ceil(0.25 x 61) = 16 of 61 features (26.2 %)");
+/// ```
 pub fn top_count_text(top: f64, n_features: usize, n_top: usize) -> String {
     format!(
         "ceil({top} x {n_features}) = {n_top} of {n_features} features ({:.1} %)",

@@ -59,6 +59,8 @@ pub fn lines(path: &Path, title: &str, panels: &[LinePanel]) -> Result<()> {
     {
         let (x0, x1) = range(panel.series.iter().flat_map(|s| s.1.iter().map(|p| p.0)));
         let (y0, y1) = range(panel.series.iter().flat_map(|s| s.1.iter().map(|p| p.1)));
+        // Headroom for the legend, so it does not cover the lines.
+        let y1 = y1 + 0.3 * (y1 - y0);
         let mut chart = ChartBuilder::on(area)
             .caption(&panel.title, ("sans-serif", 16))
             .margin(10)
@@ -147,6 +149,8 @@ pub struct SpreadPanel {
     pub title: String,
     /// Row names and per-seed values.
     pub rows: Vec<(String, Vec<f64>)>,
+    /// Draw the axis from 0 with a line at 0 (for signed quantities such as concentration).
+    pub from_zero: bool,
 }
 
 /// Per-seed values as dots, with the mean and mean +- one standard deviation as an error bar.
@@ -161,7 +165,11 @@ pub fn spread(path: &Path, title: &str, panels: &[SpreadPanel], y_desc: &str) ->
     {
         let names: Vec<String> = panel.rows.iter().map(|r| r.0.clone()).collect();
         let (y0, y1) = range(panel.rows.iter().flat_map(|r| r.1.iter().copied()));
-        let (y0, y1) = (y0.min(0.0), y1.max(0.0));
+        let (y0, y1) = if panel.from_zero {
+            (y0.min(0.0), y1.max(0.0))
+        } else {
+            (y0, y1)
+        };
         let mut chart = ChartBuilder::on(area)
             .caption(&panel.title, ("sans-serif", 16))
             .margin(10)

@@ -193,6 +193,7 @@ pub fn row_figures(dir: &Path, prefix: &str, title: &str, rows: &[Row]) -> Resul
     let spread = dir.join(format!("{prefix}concentration.svg"));
     let panel = |title: &str, f: fn(&Concentration) -> &Spread| plot::SpreadPanel {
         title: title.to_string(),
+        from_zero: title.starts_with("concentration"),
         rows: rows
             .iter()
             .map(|r| (r.name.to_string(), f(&r.result).per_seed.clone()))

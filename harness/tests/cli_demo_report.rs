@@ -93,6 +93,21 @@ fn demo_prints_tables_and_verdicts_and_writes_figures_and_json() {
     };
     assert!(held("a", "whitening + ICA recovers"), "{claims:?}");
     assert!(held("e", "FastICA separates"), "{claims:?}");
+    // A random rotation after whitening does not give ICA's gains, on the digits too.
+    assert!(held(
+        "b",
+        "a random rotation after whitening does not give ICA's concentration"
+    ));
+    assert!(held(
+        "b",
+        "a random rotation after whitening does not give ICA's split-fraction"
+    ));
+    assert!(
+        report["b_digits"]["whitening_all_64_pixels"]
+            .as_str()
+            .unwrap()
+            .contains("effective rank 61")
+    );
     // Every seed's value is kept.
     let rows = report["a_synthetic"]["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 4);

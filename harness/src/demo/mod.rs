@@ -487,8 +487,9 @@ fn section_e(
 
 fn cocktail_figure(dir: &std::path::Path, c: &cocktail::Cocktail) -> Result<PathBuf> {
     let path = dir.join("cocktail.svg");
-    let names = ["sine", "square", "sawtooth"];
-    let panel = |title: &str, m: &Matrix<f64>| plot::LinePanel {
+    let sources = ["sine", "square", "sawtooth"];
+    let mixtures = ["mixture 1", "mixture 2", "mixture 3"];
+    let panel = |title: &str, m: &Matrix<f64>, names: [&str; 3]| plot::LinePanel {
         title: title.into(),
         series: (0..3)
             .map(|j| {
@@ -505,9 +506,13 @@ fn cocktail_figure(dir: &std::path::Path, c: &cocktail::Cocktail) -> Result<Path
         &path,
         "e. cocktail party: sources before and after unmixing",
         &[
-            panel("true sources", &c.sources),
-            panel("observed mixtures", &c.mixed),
-            panel("recovered by FastICA (matched and signed)", &c.recovered),
+            panel("true sources", &c.sources, sources),
+            panel("observed mixtures", &c.mixed, mixtures),
+            panel(
+                "recovered by FastICA (matched and signed)",
+                &c.recovered,
+                sources,
+            ),
         ],
     )?;
     Ok(path)
