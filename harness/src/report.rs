@@ -2,7 +2,7 @@
 //! sparsity, concentration and AUROC) on the user's own embeddings, with the mean and spread over
 //! seeds, figures and a JSON file of every number.
 
-use crate::concentration::{self, Concentration, ConcentrationJob, Spread, TIE_RULE, top_rule};
+use crate::concentration::{self, Concentration, ConcentrationJob, Spread, TIE_RULE};
 use crate::demo::table::{TextTable, pm};
 use crate::fastica::{self, FitJob};
 use crate::io::{self, Matrix};
@@ -285,12 +285,10 @@ pub fn run(a: &ReportArgs) -> Result<()> {
         "- sparsity: Hoyer sparsity of the share of tree splits per feature (0 = all used equally, 1 = one feature)."
     );
     println!(
-        "- concentration: AUROC(top features) / AUROC(the rest) - 1; {}.",
-        top_rule(a.top, first.n_features, first.n_top)
-    );
-    println!(
-        "  For Base, D = {}: ceil({} x {}) = {}.",
-        x.cols, a.top, x.cols, rows[0].result.n_top
+        "- concentration: AUROC(top features) / AUROC(the rest) - 1; the top {:.0} % is rounded up to whole features: {} (Base), {} (the other rows).",
+        a.top * 100.0,
+        concentration::top_count_text(a.top, first.n_features, first.n_top),
+        concentration::top_count_text(a.top, rows[1].result.n_features, rows[1].result.n_top)
     );
     println!("- ties at the cut: {TIE_RULE}.");
     for f in &figures {
