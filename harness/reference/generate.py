@@ -36,6 +36,7 @@ manifest = {
     "mcc": [],
     "amari": [],
     "hoyer": [],
+    "concentration": [],
     "alignment": [],
     "infomec": [],
 }
@@ -142,6 +143,7 @@ def main():
 
     fastica_fixtures(rng, digits.data[:, digits.data.std(axis=0) > 0])
     metric_fixtures(np.random.default_rng(20260202))
+    concentration_fixtures()
     identifiability_fixtures(np.random.default_rng(20260303))
 
     with open(OUT / "manifest.json", "w") as f:
@@ -351,6 +353,56 @@ def metric_fixtures(rng):
                     ("golden", [3, 1, 0, 0]), ("fractions", rng.dirichlet(np.ones(64) * 0.3))):
         c = np.asarray(c, dtype=float)
         manifest["hoyer"].append({"name": name, "vector": save(f"hoyer_{name}", c), "sparsity": hoyer(c)})
+
+
+def sklearn_concentration(x, y, seed, top=0.25, test_fraction=0.25):
+    """The paper's concentration with scikit-learn's GradientBoostingClassifier() defaults: a
+    stratified split, split counts from every tree, the top ceil(top * D) features (ties broken
+    by a seeded permutation) and the rest each scored by held-out AUROC."""
+    import math
+    from sklearn.ensemble import GradientBoostingClassifier
+    from sklearn.metrics import roc_auc_score
+    from sklearn.model_selection import train_test_split
+    xtr, xte, ytr, yte = train_test_split(x, y, test_size=test_fraction, stratify=y, random_state=seed)
+    counts = np.zeros(x.shape[1])
+    for tree in GradientBoostingClassifier(random_state=seed).fit(xtr, ytr).estimators_[:, 0]:
+        used = tree.tree_.feature[tree.tree_.feature >= 0]
+        np.add.at(counts, used, 1)
+    fractions = counts / counts.sum()
+    d = x.shape[1]
+    perm = np.random.default_rng(seed).permutation(d)
+    order = perm[np.argsort(-fractions[perm], kind="stable")]
+    k = math.ceil(top * d)
+    def auroc(cols):
+        model = GradientBoostingClassifier(random_state=seed).fit(xtr[:, cols], ytr)
+        return float(roc_auc_score(yte, model.predict_proba(xte[:, cols])[:, 1]))
+    auroc_top, auroc_rest = auroc(np.sort(order[:k])), auroc(np.sort(order[k:]))
+    return {"seed": seed, "split_fractions": fractions.tolist(), "top_features": np.sort(order[:k]).tolist(),
+            "auroc_top": auroc_top, "auroc_rest": auroc_rest, "concentration": auroc_top / auroc_rest - 1}
+
+
+def concentration_fixtures():
+    """Cases where the tree settings decide the answer, scored by scikit-learn over five seeds."""
+    def case(name, x, y, note, tolerance):
+        runs = [sklearn_concentration(x, y, seed) for seed in range(5)]
+        manifest["concentration"].append({
+            "name": name, "features": save(f"concentration_{name}_x", x), "labels": save(f"concentration_{name}_y", y),
+            "runs": runs, "mean_concentration": float(np.mean([r["concentration"] for r in runs])),
+            "tolerance_mean_concentration": tolerance, "note": note})
+    # 777 rows, 7 % positives, a binary feature equal to the label and one Gaussian noise feature:
+    # forust's defaults (min leaf hessian 1, L2 1, 256 bins) put the noise feature on top here.
+    rng = np.random.default_rng(777)
+    n = 777
+    y = np.zeros(n, dtype=np.int64)
+    y[rng.choice(n, round(0.07 * n), replace=False)] = 1
+    x = np.column_stack([y.astype(float), rng.standard_normal(n)])
+    case("binary_and_noise_777", x, y,
+         "the label feature must rank first; means over seeds 0..4 of different splits (ours and scikit-learn's) agree within the tolerance", 0.15)
+    # Two informative features of eight, the label a noisy logistic function of them.
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((1200, 8))
+    y = (x[:, 2] + 0.8 * x[:, 5] + 0.5 * rng.standard_normal(1200) > 0).astype(np.int64)
+    case("two_of_eight", x, y, "features 2 and 5 carry the label; means over seeds 0..4 agree within the tolerance", 0.1)
 
 
 def identifiability_fixtures(rng):

@@ -1,10 +1,13 @@
 //! The `unmix` command's library: file I/O, the pipelines behind each subcommand, and the demo.
 //! The numerics all live in the `unmix` core; this crate only moves data in and out of it.
 
+pub mod concentration;
 pub mod demo;
 pub mod fastica;
 pub mod identifiability;
 pub mod io;
 pub mod metric;
 pub mod pipeline;
+pub mod plot;
+pub mod report;
 pub mod simd;

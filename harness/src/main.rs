@@ -35,12 +35,10 @@ enum Command {
     /// InfoMEC.
     #[command(subcommand)]
     Metric(MetricCommand),
-    /// Run the pipeline on the bundled digits data and print a report.
-    Demo {
-        /// Worker threads (default: all cores). Results do not depend on it.
-        #[arg(long)]
-        threads: Option<usize>,
-    },
+    /// The paper's claims on built-in data: tables, verdicts, SVG figures, JSON.
+    Demo(harness::demo::DemoArgs),
+    /// The paper's table (Base / PCA / PCA + ICA / PCA + Rand) on your own embeddings.
+    Report(harness::report::ReportArgs),
 }
 
 #[derive(Subcommand)]
@@ -86,7 +84,8 @@ enum MetricCommand {
         /// Features, n x D.
         #[arg(long)]
         features: PathBuf,
-        /// Two-class labels.
+        /// Integer labels: two classes (the greater is positive), or more (one-vs-rest over
+        /// every class, averaged per seed).
         #[arg(long)]
         labels: PathBuf,
         /// Integer group of each sample: whole groups are held out (out-of-distribution score).
@@ -98,8 +97,12 @@ enum MetricCommand {
         /// Share of samples (or of groups) held out.
         #[arg(long, default_value_t = 0.25)]
         test_fraction: f64,
+        /// The first seed of the split, the trees and the tie-breaking.
         #[arg(long, default_value_t = 0)]
         random_state: u64,
+        /// How many seeds (random_state, random_state + 1, ...); results are mean and spread.
+        #[arg(long, default_value_t = 5)]
+        seeds: usize,
         /// Boosting rounds.
         #[arg(long, default_value_t = 100)]
         n_trees: usize,
@@ -169,24 +172,25 @@ fn run_metric(c: &MetricCommand) -> Result<serde_json::Value> {
             top,
             test_fraction,
             random_state,
+            seeds,
             n_trees,
             max_depth,
             learning_rate,
         } => {
-            let x = io::read_table(features)?.to_f64();
-            let y = metric::read_binary_labels(labels)?;
-            let g = groups.as_deref().map(io::read_labels).transpose()?;
-            let job = metric::ConcentrationJob {
+            use harness::concentration::{ConcentrationJob, Trees};
+            let job = ConcentrationJob {
                 top: *top,
                 random_state: *random_state,
+                n_seeds: *seeds,
                 test_fraction: *test_fraction,
-                trees: metric::Trees {
+                trees: Trees {
                     n_trees: *n_trees,
                     max_depth: *max_depth,
                     learning_rate: *learning_rate,
+                    ..Trees::default()
                 },
             };
-            metric::concentration(&x, &y, g.as_deref(), &job)
+            harness::concentration::run_files(features, labels, groups.as_deref(), &job)
         }
         MetricCommand::Alignment {
             reference,
@@ -632,11 +636,15 @@ fn main() -> ExitCode {
         Command::Transform(a) => run_apply(a, false),
         Command::InverseTransform(a) => run_apply(a, true),
         Command::Metric(c) => run_metric(c),
-        Command::Demo { threads: t } => harness::demo::run(threads(*t)),
+        // These print their own tables; Null means nothing more to print.
+        Command::Demo(a) => harness::demo::run(a).map(|()| serde_json::Value::Null),
+        Command::Report(a) => harness::report::run(a).map(|()| serde_json::Value::Null),
     };
     match result {
         Ok(v) => {
-            println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+            if !v.is_null() {
+                println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+            }
             ExitCode::SUCCESS
         }
         Err(e) => {

@@ -275,14 +275,14 @@ fn concentration_finds_the_informative_features_deterministically() {
     ];
     let first = ok_json(&args);
     assert_eq!(first, ok_json(&args), "not deterministic for a seed");
-    let top: Vec<u64> = first["top_features"]
+    let top: Vec<u64> = first["runs"][0]["top_features"]
         .as_array()
         .unwrap()
         .iter()
         .map(|v| v.as_u64().unwrap())
         .collect();
     assert_eq!(top, vec![0, 5], "top 25% of 8 features");
-    let fractions: Vec<f64> = first["split_fractions"]
+    let fractions: Vec<f64> = first["runs"][0]["split_fractions"]
         .as_array()
         .unwrap()
         .iter()
@@ -290,13 +290,17 @@ fn concentration_finds_the_informative_features_deterministically() {
         .collect();
     assert!((fractions.iter().sum::<f64>() - 1.0).abs() < 1e-12);
     assert!(
-        first["sparsity"].as_f64().unwrap() > 0.3,
+        first["sparsity"]["mean"].as_f64().unwrap() > 0.3,
         "{}",
         first["sparsity"]
     );
-    assert!(first["auroc_top"].as_f64().unwrap() > 0.9);
+    assert!(first["auroc_top"]["mean"].as_f64().unwrap() > 0.9);
+    assert_eq!(
+        first["concentration"]["per_seed"].as_array().unwrap().len(),
+        5
+    );
     assert!(
-        first["concentration"].as_f64().unwrap() > 0.3,
+        first["concentration"]["mean"].as_f64().unwrap() > 0.3,
         "{}",
         first["concentration"]
     );
@@ -311,14 +315,14 @@ fn concentration_finds_the_informative_features_deterministically() {
         "--groups",
         &g,
     ]);
-    let held: Vec<u64> = grouped["held_out_groups"]
+    let held: Vec<u64> = grouped["runs"][0]["held_out_groups"]
         .as_array()
         .unwrap()
         .iter()
         .map(|v| v.as_u64().unwrap())
         .collect();
     assert_eq!(held.len(), 2, "ceil(25% of 6 groups)");
-    assert_eq!(grouped["n_test"], 200);
+    assert_eq!(grouped["runs"][0]["n_test"], 200);
 
     fails(
         &[
