@@ -54,7 +54,7 @@ impl From<Error> for UnmixStatus {
             Error::TooFewSamples { .. } => Self::TooFewSamples,
             Error::DimensionMismatch { .. } | Error::RaggedRows { .. } => Self::DimensionMismatch,
             Error::BufferTooSmall { .. } => Self::BufferTooSmall,
-            Error::InvalidComponents { .. } => Self::InvalidComponents,
+            Error::InvalidComponents { .. } | Error::TooFew { .. } => Self::InvalidComponents,
             Error::RankDeficient { .. } => Self::RankDeficient,
             Error::NoConvergence { .. } => Self::NoConvergence,
             Error::Overflow => Self::Overflow,

@@ -92,12 +92,7 @@ fn synthetic(threads: usize) -> Result<Value> {
         },
     )?;
     let fitted = fit_default(&x, k, threads)?;
-    let components: Vec<f64> = fitted.model["components"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .flat_map(|r| r.as_array().into_iter().flatten().filter_map(Value::as_f64))
-        .collect();
+    let components: Vec<f64> = fitted.model.components.concat();
     let amari = amari_index(&components, &a, k, d, &mut vec![0.0; k * k])?;
     Ok(json!({
         "n_samples": n, "n_sources": k, "n_features": d,
