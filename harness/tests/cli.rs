@@ -279,12 +279,18 @@ fn demo_runs_the_recipe_and_bears_out_the_papers_predictions() {
             .clone()
     };
     let (ica, rand) = (row("PCA + ICA"), row("PCA + Rand"));
+    // Numbers, not Options: a missing key must fail the test, not compare as None.
+    let number = |row: &serde_json::Value, key: &str| {
+        row[key]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{key} missing in {row}"))
+    };
     assert!(
-        ica["sparsity"].as_f64() > rand["sparsity"].as_f64(),
+        number(&ica, "sparsity") > number(&rand, "sparsity"),
         "{ica} vs {rand}"
     );
     assert!(
-        ica["concentration_top25"].as_f64() > rand["concentration_top25"].as_f64(),
+        number(&ica, "concentration_top25") > number(&rand, "concentration_top25"),
         "{ica} vs {rand}"
     );
     assert!(
