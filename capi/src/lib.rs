@@ -62,7 +62,7 @@ impl From<Error> for UnmixStatus {
             Error::DimensionMismatch { .. } => Self::DimensionMismatch,
             Error::RaggedRows { .. } => Self::RaggedRows,
             Error::BufferTooSmall { .. } => Self::BufferTooSmall,
-            Error::InvalidComponents { .. } => Self::InvalidComponents,
+            Error::InvalidComponents { .. } | Error::TooFew { .. } => Self::InvalidComponents,
             Error::RankDeficient { .. } => Self::RankDeficient,
             Error::NoConvergence { .. } => Self::NoConvergence,
             Error::Overflow => Self::Overflow,

@@ -52,6 +52,16 @@ pub enum Error {
         /// Features available.
         d: usize,
     },
+    /// Too few entries for the computation: e.g. an Amari index of a 1 x 1 matrix, or the
+    /// sparsity of a single feature.
+    TooFew {
+        /// What was counted, e.g. `"components"`.
+        what: &'static str,
+        /// How many were given.
+        found: usize,
+        /// How many are needed.
+        needed: usize,
+    },
     /// More components were requested than the data's effective rank supports.
     RankDeficient {
         /// Effective rank: eigenvalues above `rank_rtol` times the largest.
@@ -68,7 +78,8 @@ pub enum Error {
     SingleClass,
     /// A column has zero variance, so a correlation with it is undefined.
     ZeroVariance {
-        /// Column index (in the first matrix, then the second, counted separately).
+        /// Column index, counted across the first matrix and then the second (a column `c` of
+        /// the second matrix is `dx + c`).
         col: usize,
     },
     /// No complete assignment avoids the forbidden (+infinity) costs.
@@ -112,6 +123,11 @@ impl fmt::Display for Error {
             Error::InvalidComponents { k, d } => {
                 write!(f, "invalid number of components {k} for {d} features")
             }
+            Error::TooFew {
+                what,
+                found,
+                needed,
+            } => write!(f, "too few {what}: {found} given, at least {needed} needed"),
             Error::RankDeficient { rank, requested } => write!(
                 f,
                 "data are rank-deficient: effective rank {rank}, {requested} components requested"

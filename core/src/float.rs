@@ -4,6 +4,7 @@
 //! and get the same bits. Sums over samples are always taken in `f64` (see
 //! [`moments`](crate::moments)); `T` is the precision of the data and of the fitted model.
 
+use crate::error::{Error, Result};
 use core::fmt::{Debug, Display};
 use core::ops::{Add, AddAssign, Div, Mul, MulAssign, Neg, Sub, SubAssign};
 
@@ -55,6 +56,24 @@ pub trait Float:
     fn ln(self) -> Self;
     /// Hyperbolic tangent (libm, within 2 ulp).
     fn tanh(self) -> Self;
+}
+
+/// Checks that `rows` is a whole number of rows of `width` and all finite; `first_row` numbers the
+/// first row in error messages.
+pub(crate) fn check_rows<T: Float>(rows: &[T], width: usize, first_row: u64) -> Result<usize> {
+    if width == 0 || rows.len() % width != 0 {
+        return Err(Error::RaggedRows {
+            len: rows.len(),
+            width,
+        });
+    }
+    if let Some(pos) = first_non_finite(rows) {
+        return Err(Error::NonFinite {
+            row: first_row + (pos / width) as u64,
+            col: pos % width,
+        });
+    }
+    Ok(rows.len() / width)
 }
 
 /// Index of the first NaN or infinity in `v`, if any.

@@ -16,6 +16,7 @@
 //! - [`random`]: seeded normal draws, the same bits on every target.
 //! - [`float`]: `f32` and `f64` through one small trait; math through `libm`.
 //! - [`error`]: the one `Copy` error enum; nothing panics on data.
+//! - [`names`]: every option's name (`as_str` / `FromStr`), one table per option.
 //!
 //! Every type comes twice over one implementation: a const-generic form that embeds its arrays
 //! (sizes fixed at compile time; fits in a `static` on a microcontroller) and a form over slices
@@ -56,6 +57,7 @@ pub mod ica;
 pub mod linalg;
 pub mod metrics;
 pub mod moments;
+pub mod names;
 pub mod random;
 pub mod whiten;
 

@@ -13,8 +13,7 @@
 //! the spanned subspace is defined, and that is what the tests compare.
 
 use crate::error::{Error, Result};
-use crate::float::{Float, first_non_finite};
-use crate::moments::check_rows;
+use crate::float::{Float, check_rows, first_non_finite};
 
 /// Iterations of the implicit QL step allowed per eigenvalue (LAPACK allows 30 on average).
 pub const MAX_QL_ITERATIONS: usize = 60;

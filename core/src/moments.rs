@@ -18,28 +18,13 @@
 //! chunkings of the same rows agree to rounding (about 1e-15 relative), not bit for bit.
 
 use crate::error::{Error, Result, prefix_mut};
-use crate::float::{Float, first_non_finite};
+use crate::float::Float;
 
 /// Rows per internal block. Fixed, so that results never depend on anything but the call sequence.
 pub const BLOCK: usize = 32;
 
-/// Checks that `rows` is a whole number of rows of `width` and all finite; `first_row` numbers the
-/// first row in error messages.
-pub(crate) fn check_rows<T: Float>(rows: &[T], width: usize, first_row: u64) -> Result<usize> {
-    if width == 0 || rows.len() % width != 0 {
-        return Err(Error::RaggedRows {
-            len: rows.len(),
-            width,
-        });
-    }
-    if let Some(pos) = first_non_finite(rows) {
-        return Err(Error::NonFinite {
-            row: first_row + (pos / width) as u64,
-            col: pos % width,
-        });
-    }
-    Ok(rows.len() / width)
-}
+// Lives with the float helpers so that `linalg` need not import `moments`.
+pub(crate) use crate::float::check_rows;
 
 /// Writes the mean of the `nb` rows of `rows` to `bmean` and the centred rows (as f64) to `block`.
 fn centre_block<T: Float>(rows: &[T], d: usize, nb: usize, bmean: &mut [f64], block: &mut [f64]) {

@@ -66,3 +66,18 @@ impl Normals {
         }
     }
 }
+
+/// Fills `r` (`k x k`) with a Haar-random orthogonal matrix drawn from `seed`.
+///
+/// The draw is row-major standard normals from [`Normals::new(seed)`](Normals), then
+/// [`crate::linalg::orthonormalize_rows`]. Same seed and `k`, same bits on every target.
+pub fn haar_orthogonal(seed: u64, r: &mut [f64], k: usize) -> crate::Result<()> {
+    if r.len() < k * k {
+        return Err(crate::Error::BufferTooSmall {
+            needed: k * k,
+            found: r.len(),
+        });
+    }
+    Normals::new(seed).fill(&mut r[..k * k]);
+    crate::linalg::orthonormalize_rows(r, k, k)
+}

@@ -29,7 +29,6 @@ use crate::error::{Error, Result, prefix_mut};
 use crate::float::Float;
 use crate::linalg;
 use crate::moments::MomentsRef;
-use crate::random::Normals;
 
 /// Which whitening matrix.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -52,6 +51,27 @@ pub enum Rotation {
         /// Seed of the xoshiro256++ generator.
         seed: u64,
     },
+}
+
+crate::names::option_names!(Method, "whitening method", {
+    Method::Pca => "pca", Method::Pca;
+    Method::Zca => "zca", Method::Zca;
+});
+
+// `random` parses with seed 0; the seed is a separate option ([`Rotation::with_seed`]).
+crate::names::option_names!(Rotation, "rotation", {
+    Rotation::None => "none", Rotation::None;
+    Rotation::Random { .. } => "random", Rotation::Random { seed: 0 };
+});
+
+impl Rotation {
+    /// The same kind of rotation drawn from `seed` (`None` stays `None`).
+    pub const fn with_seed(self, seed: u64) -> Self {
+        match self {
+            Rotation::None => Rotation::None,
+            Rotation::Random { .. } => Rotation::Random { seed },
+        }
+    }
 }
 
 /// How to fit a whitener. The number of components is the shape of the whitener's storage.
@@ -370,20 +390,8 @@ pub(crate) fn fit_into_parts<T: Float>(
     fit_parts(m, opts, d, k, out, Scratch::split(ws, d, k)?)
 }
 
-/// Fills `r` (`k x k`) with a Haar-random orthogonal matrix drawn from `seed`.
-///
-/// The draw is row-major standard normals from [`Normals::new(seed)`](Normals), then
-/// [`linalg::orthonormalize_rows`]. Same seed and `k`, same bits on every target.
-pub fn haar_orthogonal(seed: u64, r: &mut [f64], k: usize) -> Result<()> {
-    if r.len() < k * k {
-        return Err(Error::BufferTooSmall {
-            needed: k * k,
-            found: r.len(),
-        });
-    }
-    Normals::new(seed).fill(&mut r[..k * k]);
-    linalg::orthonormalize_rows(r, k, k)
-}
+// Drawn by the random module; re-exported here, where the rotation option uses it.
+pub use crate::random::haar_orthogonal;
 
 /// A whitener from `D` features to `K` components with its storage inside: usable on the stack or
 /// in a `static`, no heap. The workspace is separate so that it can be shared or dropped after

@@ -1,4 +1,5 @@
-//! The accuracy contracts of `unmix::ica::fastmath`, against libm.
+//! The accuracy contracts of `unmix::ica::fastmath`: against a 256-bit reference (astro-float's
+//! `tanh` / `exp`, correctly rounded to f64), and against libm on many more points.
 
 use unmix::ica::fastmath;
 use unmix::random::Normals;
@@ -95,4 +96,83 @@ fn block_evaluation_equals_scalar() {
             assert_eq!(gp.to_bits(), want_gp.to_bits(), "{c:?} g'({u})");
         }
     }
+}
+
+/// The f64 nearest to `reference`, found by walking from `guess` (libm's value, within an ulp or
+/// two) one ulp at a time while a neighbour is closer. Exact: every comparison is in 256 bits.
+fn correctly_rounded(reference: &astro_float::BigFloat, guess: f64) -> f64 {
+    use astro_float::{BigFloat, RoundingMode};
+    let distance = |v: f64| {
+        BigFloat::from_f64(v, 320)
+            .sub(reference, 320, RoundingMode::None)
+            .abs()
+    };
+    let closer = |a: f64, b: f64| distance(a).cmp(&distance(b)) == Some(-1);
+    let mut best = guess;
+    for step in [f64::next_up, f64::next_down] {
+        while closer(step(best), best) {
+            best = step(best);
+        }
+    }
+    best
+}
+
+/// A spread of points for the 256-bit reference (it costs microseconds a point): every scale
+/// where the kernels do arithmetic, and the branch boundaries.
+fn reference_points() -> Vec<f64> {
+    points()
+        .into_iter()
+        .step_by(8)
+        .filter(|x| x.abs() >= 2f64.powi(-30) && x.abs() <= 30.0)
+        .collect()
+}
+
+#[test]
+fn tanh_is_within_4_ulp_of_the_correctly_rounded_value() {
+    use astro_float::{BigFloat, Consts, RoundingMode};
+    let mut cc = Consts::new().unwrap();
+    let mut worst = (0, 0.0);
+    let points = reference_points();
+    assert!(points.len() > 40_000);
+    for x in points {
+        let exact = BigFloat::from_f64(x, 256).tanh(256, RoundingMode::None, &mut cc);
+        let e = ulps(fastmath::tanh(x), correctly_rounded(&exact, libm::tanh(x)));
+        if e > worst.0 {
+            worst = (e, x);
+        }
+    }
+    assert!(worst.0 <= 4, "tanh: {} ulp at {:e}", worst.0, worst.1);
+    // Outside the reference's range the correctly rounded value is known: x itself below 2^-30
+    // (tanh x = x - x^3/3 + ...), and +-1 above 19.1 (1 - tanh x < 2^-54).
+    for x in [2f64.powi(-31), 1e-10, 1e-300, 5e-324] {
+        assert_eq!(fastmath::tanh(x), x);
+    }
+    for x in [19.2, 30.5, 1e10, f64::MAX] {
+        assert_eq!(fastmath::tanh(x), 1.0);
+    }
+}
+
+#[test]
+fn exp_is_within_2_ulp_of_the_correctly_rounded_value() {
+    use astro_float::{BigFloat, Consts, RoundingMode};
+    let mut cc = Consts::new().unwrap();
+    let mut worst = (0, 0.0);
+    let points: Vec<f64> = points()
+        .into_iter()
+        .step_by(8)
+        .map(|x| -x.abs())
+        .filter(|x| *x >= -708.0 && *x <= -2f64.powi(-30))
+        .collect();
+    assert!(points.len() > 40_000);
+    for x in points {
+        let exact = BigFloat::from_f64(x, 256).exp(256, RoundingMode::None, &mut cc);
+        let e = ulps(
+            fastmath::exp_nonpositive(x),
+            correctly_rounded(&exact, libm::exp(x)),
+        );
+        if e > worst.0 {
+            worst = (e, x);
+        }
+    }
+    assert!(worst.0 <= 2, "exp: {} ulp at {:e}", worst.0, worst.1);
 }

@@ -262,7 +262,11 @@ fn edge_cases_are_errors() {
     ));
     assert!(matches!(
         hoyer_sparsity(&[1.0]),
-        Err(Error::InvalidComponents { .. })
+        Err(Error::TooFew {
+            found: 1,
+            needed: 2,
+            ..
+        })
     ));
     assert!(matches!(
         split_fractions(&[1.0, -1.0], &mut [0.0; 2]),
@@ -286,7 +290,11 @@ fn edge_cases_are_errors() {
     ));
     assert!(matches!(
         top_count(1, 0.5),
-        Err(Error::InvalidComponents { .. })
+        Err(Error::TooFew {
+            found: 1,
+            needed: 2,
+            ..
+        })
     ));
     assert_eq!(top_count(8, 0.25), Ok(2));
     assert_eq!(top_count(3, 0.01), Ok(1));
@@ -298,7 +306,18 @@ fn edge_cases_are_errors() {
     assert!(concentration(0.8, 0.0).is_err() && concentration(1.5, 0.5).is_err());
     assert!(matches!(
         amari_index(&[1.0], &[1.0], 1, 1, &mut [0.0]),
-        Err(Error::InvalidComponents { .. })
+        Err(Error::TooFew {
+            what: "components",
+            found: 1,
+            needed: 2
+        })
+    ));
+    // Finite matrices whose product would overflow: the index is scale invariant.
+    let (w, a) = ([1e300, 0.0, 0.0, 2e300], [0.0, 3e300, 1e300, 0.0]);
+    assert_eq!(amari_index(&w, &a, 2, 2, &mut [0.0; 4]), Ok(0.0));
+    assert!(matches!(
+        amari_index(&[1.0, f64::NAN, 0.0, 1.0], &a, 2, 2, &mut [0.0; 4]),
+        Err(Error::NonFinite { row: 0, col: 1 })
     ));
     assert!(matches!(
         amari_index(

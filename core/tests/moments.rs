@@ -38,7 +38,7 @@ fn offset_samples() -> (Vec<f32>, Vec<f64>) {
 }
 
 #[test]
-fn f32_covariance_of_offset_data_is_within_1e_4_of_f64() {
+fn f32_covariance_of_offset_data_is_within_1e_7_of_f64() {
     let (x32, x64) = offset_samples();
     let mut m32 = Moments::<3>::new();
     m32.accumulate(&x32).unwrap();
@@ -51,9 +51,10 @@ fn f32_covariance_of_offset_data_is_within_1e_4_of_f64() {
     }
     let reference = covariance(m64.as_ref(), 0);
     let err = max_rel_diff(&covariance(m32.as_ref(), 0), &reference);
-    assert!(err < 1e-4, "chunked f32 path: relative error {err:e}");
+    // The documented contract (moments.rs): 1e-7 relative.
+    assert!(err < 1e-7, "chunked f32 path: relative error {err:e}");
     let err = max_rel_diff(&covariance(one.as_ref(), 0), &reference);
-    assert!(err < 1e-4, "one-at-a-time f32 path: relative error {err:e}");
+    assert!(err < 1e-7, "one-at-a-time f32 path: relative error {err:e}");
 
     // The test has teeth: the textbook one-pass formula in f32 fails it.
     let n = 1e6f32;

@@ -173,6 +173,29 @@ fn every_bad_request_is_an_error_and_a_failed_fit_changes_nothing() {
     }
     let mut ws = WhitenWorkspace::<3, 3>::new();
     let mut w = Whitener::<f64, 3, 3>::new();
+    // Fit on full-rank data first, so that a failed fit has a model to spoil.
+    let mut full = Moments::<3>::new();
+    for t in 0..50 {
+        let (a, b, c) = (
+            (t as f64 * 0.7).sin(),
+            (t as f64 * 1.3).cos(),
+            (t % 7) as f64,
+        );
+        full.accumulate(&[a, b, a + b + 0.1 * c]).unwrap();
+    }
+    w.fit(full.as_ref(), &WhitenOptions::DEFAULT, &mut ws)
+        .unwrap();
+    let before = w.view();
+    let parts = |v: &unmix::whiten::WhitenerView<'_, f64>| {
+        [
+            v.mean().to_vec(),
+            v.whitening().to_vec(),
+            v.unwhitening().to_vec(),
+            v.explained_variance().to_vec(),
+        ]
+    };
+    let (saved_parts, saved_info) = (parts(&before), before.info());
+    assert!(saved_parts[1].iter().any(|v| *v != 0.0));
     assert_eq!(
         w.fit(m.as_ref(), &WhitenOptions::DEFAULT, &mut ws),
         Err(Error::RankDeficient {
@@ -180,9 +203,12 @@ fn every_bad_request_is_an_error_and_a_failed_fit_changes_nothing() {
             requested: 3
         })
     );
-    assert!(
-        w.view().whitening().iter().all(|v| *v == 0.0),
-        "failed fit wrote the model"
+    let after = w.view();
+    assert_eq!(parts(&after), saved_parts, "a failed fit changed the model");
+    assert_eq!(
+        after.info(),
+        saved_info,
+        "a failed fit changed the fit info"
     );
     let mut two = Whitener::<f64, 3, 2>::new();
     assert!(

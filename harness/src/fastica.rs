@@ -8,12 +8,11 @@
 
 use crate::io::Matrix;
 use crate::simd::{GemmFloat, centred_product};
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use rayon::prelude::*;
-use serde_json::{Value, json};
 use unmix::Float;
 use unmix::ica::{
-    self, Algorithm, CHUNK, ContrastKind, Executor, FastIcaBuf, FastIcaOptions, FastIcaView,
+    self, CHUNK, Executor, FastIcaBuf, FastIcaOptions, FastIcaView,
     IcaInfo, Pass, Rows, WInit, WhitenMode,
 };
 use unmix::whiten::WhitenerView;
@@ -167,10 +166,10 @@ pub struct FitJob<'a> {
     pub progress: &'a (dyn Fn(usize, f64) + Sync),
 }
 
-/// A fitted model as JSON plus its sources.
+/// A fitted model plus its sources.
 pub struct Fitted<T> {
     /// The model file's content.
-    pub model: Value,
+    pub model: crate::model::FastIcaModel,
     /// Sources of the training data, `n x k`.
     pub sources: Matrix<T>,
     /// How the iterations ended.
@@ -223,9 +222,9 @@ pub fn fit<T: GemmFloat + serde::Serialize>(x: &Matrix<T>, job: &FitJob<'_>) -> 
         #[inline(always)]
         |xi, si| sources_of(&view, xi, si),
     )?;
-    let model_json = to_json(&view, opts, view.whitener().info().effective_rank, n);
+    let effective_rank = view.whitener().info().effective_rank;
     Ok(Fitted {
-        model: model_json,
+        model: crate::model::FastIcaModel::new(&view, opts, effective_rank, n as u64),
         sources: Matrix::new(n, k, sources)?,
         info,
     })
@@ -245,135 +244,3 @@ pub fn sources_of<T: GemmFloat>(
     })
 }
 
-fn rows_of<T: Float>(flat: &[T], width: usize) -> Vec<Vec<f64>> {
-    flat.chunks(width)
-        .map(|r| r.iter().map(|v| v.to_f64()).collect())
-        .collect()
-}
-
-fn to_json<T: Float>(
-    v: &FastIcaView<'_, T>,
-    o: &FastIcaOptions,
-    effective_rank: usize,
-    n: usize,
-) -> Value {
-    let (fun, alpha) = match o.contrast {
-        ContrastKind::LogCosh(c) => ("logcosh", c.alpha()),
-        ContrastKind::Exp => ("exp", 1.0),
-        ContrastKind::Cube => ("cube", 1.0),
-    };
-    let info = v.info();
-    let w = v.whitener();
-    json!({
-        "format": "unmix-fastica",
-        "version": 1,
-        "dtype": if std::mem::size_of::<T>() == 4 { "float32" } else { "float64" },
-        "algorithm": match o.ica.algorithm { Algorithm::Parallel => "parallel", Algorithm::Deflation => "deflation" },
-        "fun": fun,
-        "alpha": alpha,
-        "whiten": match o.whiten {
-            WhitenMode::UnitVariance => "unit-variance",
-            WhitenMode::ArbitraryVariance => "arbitrary-variance",
-            WhitenMode::None => "false",
-        },
-        "max_iter": o.ica.max_iter,
-        "tol": o.ica.tol,
-        "canonical": o.canonical,
-        "n_samples": n,
-        "n_features": v.n_features(),
-        "n_components": v.n_components(),
-        "effective_rank": effective_rank,
-        "n_iter": info.n_iter,
-        "converged": info.converged,
-        "last_change": info.last_change,
-        "mean": w.mean().iter().map(|x| x.to_f64()).collect::<Vec<_>>(),
-        "whitening": rows_of(w.whitening(), v.n_features()),
-        "unwhitening": rows_of(w.unwhitening(), v.n_components()),
-        "explained_variance": w.explained_variance().iter().map(|x| x.to_f64()).collect::<Vec<_>>(),
-        "unmixing": rows_of(v.unmixing(), v.n_components()),
-        "components": rows_of(v.components(), v.n_features()),
-        "mixing": rows_of(v.mixing(), v.n_components()),
-    })
-}
-
-/// A model read back from JSON, in the core's flat layout.
-pub struct LoadedModel {
-    /// Features.
-    pub d: usize,
-    /// Components.
-    pub k: usize,
-    /// `float32` or `float64`.
-    pub dtype: String,
-    /// [`ica::model_len`] values.
-    pub storage: Vec<f64>,
-    /// Iterations etc.
-    pub info: IcaInfo,
-}
-
-/// Reads a model written by `unmix fit`.
-pub fn load_model(path: &std::path::Path) -> Result<LoadedModel> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot open {}", path.display()))?;
-    let v: Value = serde_json::from_str(&text)
-        .with_context(|| format!("{}: not valid JSON", path.display()))?;
-    if v["format"] != "unmix-fastica" {
-        bail!(
-            "{}: not an unmix FastICA model (format {:?})",
-            path.display(),
-            v["format"]
-        );
-    }
-    let num = |key: &str| -> Result<usize> {
-        v[key]
-            .as_u64()
-            .map(|x| x as usize)
-            .with_context(|| format!("{}: missing {key}", path.display()))
-    };
-    let (d, k) = (num("n_features")?, num("n_components")?);
-    let mut storage = Vec::with_capacity(ica::model_len(d, k));
-    let mut take = |key: &str, rows: usize, cols: usize| -> Result<()> {
-        let flat: Vec<f64> = match &v[key] {
-            Value::Array(a) if cols == 1 && a.iter().all(Value::is_number) => {
-                a.iter().filter_map(Value::as_f64).collect()
-            }
-            Value::Array(a) => a
-                .iter()
-                .flat_map(|r| {
-                    r.as_array()
-                        .into_iter()
-                        .flatten()
-                        .map(|x| x.as_f64().unwrap_or(f64::NAN))
-                })
-                .collect(),
-            _ => bail!("{}: missing {key}", path.display()),
-        };
-        if flat.len() != rows * cols || flat.iter().any(|x| !x.is_finite()) {
-            bail!(
-                "{}: {key} must be {rows} x {cols} finite numbers",
-                path.display()
-            );
-        }
-        storage.extend(flat);
-        Ok(())
-    };
-    take("mean", d, 1)?;
-    take("whitening", k, d)?;
-    take("unwhitening", d, k)?;
-    take("explained_variance", k, 1)?;
-    take("unmixing", k, k)?;
-    take("components", k, d)?;
-    take("mixing", d, k)?;
-    let info = IcaInfo {
-        n_iter: v["n_iter"].as_u64().unwrap_or(0) as usize,
-        converged: v["converged"].as_bool().unwrap_or(false),
-        last_change: v["last_change"].as_f64().unwrap_or(f64::NAN),
-    };
-    let dtype = v["dtype"].as_str().unwrap_or("float64").to_string();
-    Ok(LoadedModel {
-        d,
-        k,
-        dtype,
-        storage,
-        info,
-    })
-}

@@ -1,14 +1,14 @@
 //! Reading `.npy` / `.csv` tables and writing `.npy` / JSON, atomically.
 //!
 //! Every reader fails with a message that names the file and, where it applies, the row and
-//! column. Writers write to a temporary file beside the target and rename it into place, so a
-//! failed command never leaves a partial output behind.
+//! column, and checks a file's declared size against its length before allocating. Writers go
+//! through [`crate::output`]: a temporary file beside the target, renamed into place.
 
 use anyhow::{Context, Result, bail};
 use npyz::{Order, TypeChar, WriterBuilder};
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::io::{BufReader, Write};
+use std::path::Path;
 
 /// A row-major `rows x cols` table.
 #[derive(Clone, Debug, PartialEq)]
@@ -96,9 +96,18 @@ impl Table {
 
 /// Reads a `.npy` or `.csv` table, by extension.
 pub fn read_table(path: &Path) -> Result<Table> {
+    Ok(read_table_described(path)?.0)
+}
+
+/// Reads a `.npy` or `.csv` table and names the type stored in the file (`"int64"`, `"float32"`,
+/// `"csv"`...), which may differ from the table's (integers are read as `f64`).
+pub fn read_table_described(path: &Path) -> Result<(Table, String)> {
     match extension(path).as_str() {
-        "npy" => read_npy(path),
-        "csv" => Ok(Table::F64(read_csv(path)?)),
+        "npy" => {
+            let (raw, dtype) = read_npy_raw(path)?;
+            Ok((raw.into_table(), dtype))
+        }
+        "csv" => Ok((Table::F64(read_csv(path)?), "csv (read as float64)".into())),
         other => bail!(
             "{}: unsupported extension {other:?} (expected .npy or .csv)",
             path.display()
@@ -116,70 +125,127 @@ fn extension(path: &Path) -> String {
 /// Reads a 1-D (as one column) or 2-D `.npy` array in C or Fortran order: `float32`, `float64`,
 /// or any integer or boolean type (converted to `f64`, exactly for |value| < 2^53).
 pub fn read_npy(path: &Path) -> Result<Table> {
+    Ok(read_npy_raw(path)?.0.into_table())
+}
+
+fn read_npy_raw(path: &Path) -> Result<(Raw, String)> {
     let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-    read_npy_from(BufReader::new(file), &path.display().to_string())
+    let len = file.metadata().map(|m| m.len()).ok();
+    read_npy_inner(BufReader::new(file), &path.display().to_string(), len)
 }
 
 /// Reads a `.npy` table from any reader; `name` labels error messages.
 pub fn read_npy_from(reader: impl std::io::Read, name: &str) -> Result<Table> {
-    let ctx = || name.to_string();
+    Ok(read_npy_inner(reader, name, None)?.0.into_table())
+}
+
+/// Values as stored: floats keep their type, integers (and booleans) are held exactly.
+enum Raw {
+    F32(Matrix<f32>),
+    F64(Matrix<f64>),
+    Int(Matrix<i128>),
+}
+
+impl Raw {
+    fn into_table(self) -> Table {
+        match self {
+            Raw::F32(m) => Table::F32(m),
+            Raw::F64(m) => Table::F64(m),
+            Raw::Int(m) => Table::F64(m.map(|v| v as f64)),
+        }
+    }
+}
+
+/// `available`: the file's length, when known. The header's shape is checked against it before
+/// anything is allocated, so a 1 KB file cannot ask for 1 TB.
+fn read_npy_inner(
+    reader: impl std::io::Read,
+    name: &str,
+    available: Option<u64>,
+) -> Result<(Raw, String)> {
     let npy =
-        npyz::NpyFile::new(reader).with_context(|| format!("{}: not a valid .npy file", ctx()))?;
+        npyz::NpyFile::new(reader).with_context(|| format!("{name}: not a valid .npy file"))?;
     let shape = npy.shape().to_vec();
     let (rows, cols) = match shape[..] {
-        [n] => (n as usize, 1),
-        [n, d] => (n as usize, d as usize),
-        _ => bail!(
-            "{}: expected a 1-D or 2-D array, found shape {shape:?}",
-            ctx()
-        ),
+        [n] => (n, 1),
+        [n, d] => (n, d),
+        _ => bail!("{name}: expected a 1-D or 2-D array, found shape {shape:?}"),
     };
     let order = npy.order();
     let npyz::DType::Plain(ts) = npy.dtype() else {
-        bail!(
-            "{}: structured or array dtypes are not supported; expected a numeric array",
-            ctx()
-        );
+        bail!("{name}: structured or array dtypes are not supported; expected a numeric array");
     };
     let size = ts.size_field();
+    let dtype = match ts.type_char() {
+        TypeChar::Float => format!("float{}", size * 8),
+        TypeChar::Int => format!("int{}", size * 8),
+        TypeChar::Uint => format!("uint{}", size * 8),
+        TypeChar::Bool => "bool".to_string(),
+        _ => bail!("{name}: unsupported dtype {ts}; expected float32, float64, integer or bool"),
+    };
+    let bytes = rows
+        .checked_mul(cols)
+        .and_then(|v| v.checked_mul(size.max(1)));
+    match (bytes, available) {
+        (None, _) => bail!("{name}: shape {rows} x {cols} is too large"),
+        (Some(b), Some(len)) if b > len => bail!(
+            "{name}: truncated: the header promises {rows} x {cols} {dtype} ({b} bytes) but the \
+             file holds {len} bytes"
+        ),
+        _ => {}
+    }
+    let (rows, cols) = (
+        usize::try_from(rows).context("shape too large")?,
+        usize::try_from(cols).context("shape too large")?,
+    );
+    let truncated = || format!("{name}: truncated: cannot read the {rows} x {cols} {dtype} values");
     macro_rules! ints {
         ($($s:literal => $t:ty),*) => {
             match size {
-                $($s => npy.into_vec::<$t>()?.into_iter().map(|v| v as f64).collect::<Vec<f64>>(),)*
-                _ => bail!("{}: unsupported integer size {size}", ctx()),
+                $($s => npy.into_vec::<$t>().with_context(truncated)?
+                    .into_iter().map(i128::from).collect::<Vec<i128>>(),)*
+                _ => bail!("{name}: unsupported integer size {size}"),
             }
         };
     }
-    let table = match (ts.type_char(), size) {
-        (TypeChar::Float, 4) => Table::F32(matrix(npy.into_vec::<f32>()?, rows, cols, order)?),
-        (TypeChar::Float, 8) => Table::F64(matrix(npy.into_vec::<f64>()?, rows, cols, order)?),
-        (TypeChar::Int, _) => Table::F64(matrix(
+    let raw = match (ts.type_char(), size) {
+        (TypeChar::Float, 4) => Raw::F32(matrix(
+            npy.into_vec::<f32>().with_context(truncated)?,
+            rows,
+            cols,
+            order,
+        )?),
+        (TypeChar::Float, 8) => Raw::F64(matrix(
+            npy.into_vec::<f64>().with_context(truncated)?,
+            rows,
+            cols,
+            order,
+        )?),
+        (TypeChar::Int, _) => Raw::Int(matrix(
             ints!(1 => i8, 2 => i16, 4 => i32, 8 => i64),
             rows,
             cols,
             order,
         )?),
-        (TypeChar::Uint, _) => Table::F64(matrix(
+        (TypeChar::Uint, _) => Raw::Int(matrix(
             ints!(1 => u8, 2 => u16, 4 => u32, 8 => u64),
             rows,
             cols,
             order,
         )?),
-        (TypeChar::Bool, _) => Table::F64(matrix(
-            npy.into_vec::<bool>()?
+        (TypeChar::Bool, _) => Raw::Int(matrix(
+            npy.into_vec::<bool>()
+                .with_context(truncated)?
                 .into_iter()
-                .map(|b| b as u8 as f64)
+                .map(i128::from)
                 .collect(),
             rows,
             cols,
             order,
         )?),
-        _ => bail!(
-            "{}: unsupported dtype {ts}; expected float32, float64, integer or bool",
-            ctx()
-        ),
+        _ => bail!("{name}: unsupported dtype {ts}; expected float32, float64, integer or bool"),
     };
-    Ok(table)
+    Ok((raw, dtype))
 }
 
 fn matrix<T: Copy>(data: Vec<T>, rows: usize, cols: usize, order: Order) -> Result<Matrix<T>> {
@@ -197,27 +263,42 @@ fn matrix<T: Copy>(data: Vec<T>, rows: usize, cols: usize, order: Order) -> Resu
     })
 }
 
-/// Reads integer labels (`.npy` of any integer type, or a one-column `.csv`).
+/// Reads integer labels: a `.npy` of any integer or boolean type (read exactly: any `int64`
+/// value, and `uint64` up to `i64::MAX`), a float `.npy` or a one-column `.csv` whose values are
+/// whole numbers (exact up to 2^53, as floats are).
 pub fn read_labels(path: &Path) -> Result<Vec<i64>> {
-    let m = read_table(path)?.to_f64();
-    if m.cols != 1 {
-        bail!(
-            "{}: labels must be one column, found {}",
-            path.display(),
-            m.cols
-        );
+    let name = path.display();
+    let column = |cols: usize| -> Result<()> {
+        if cols != 1 {
+            bail!("{name}: labels must be one column, found {cols}");
+        }
+        Ok(())
+    };
+    if extension(path) == "npy" {
+        if let (Raw::Int(m), _) = read_npy_raw(path)? {
+            column(m.cols)?;
+            return m
+                .data
+                .iter()
+                .enumerate()
+                .map(|(i, v)| {
+                    i64::try_from(*v)
+                        .with_context(|| format!("{name}: label at row {i} ({v}) exceeds int64"))
+                })
+                .collect();
+        }
     }
+    let m = read_table(path)?.to_f64();
+    column(m.cols)?;
     m.data
         .iter()
         .enumerate()
         .map(|(i, v)| {
-            if v.fract() == 0.0 && v.abs() < 9.0e15 {
+            // 2^63 itself does not fit; every float below it that is whole does.
+            if v.fract() == 0.0 && v.abs() < 9_223_372_036_854_775_808.0 {
                 Ok(*v as i64)
             } else {
-                bail!(
-                    "{}: label at row {i} is not an integer: {v}",
-                    path.display()
-                )
+                bail!("{name}: label at row {i} is not an integer: {v}")
             }
         })
         .collect()
@@ -269,54 +350,35 @@ pub fn read_csv(path: &Path) -> Result<Matrix<f64>> {
     Matrix::new(rows, cols, data)
 }
 
-/// Writes `path` by way of a temporary file in the same directory and a rename.
-pub fn write_atomic(
-    path: &Path,
-    write: impl FnOnce(&mut BufWriter<File>) -> Result<()>,
-) -> Result<()> {
-    let tmp = temp_path(path);
-    let result = (|| {
-        let file =
-            File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
-        let mut w = BufWriter::new(file);
-        write(&mut w)?;
-        w.flush()?;
-        w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-        std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
+/// Writes a 2-D `.npy` (C order) of `f32` or `f64` to `path`, atomically. Commands write their
+/// outputs through [`crate::output::Outputs`] instead, which also checks them against the inputs.
+pub fn write_npy<T: npyz::AutoSerialize + Copy>(path: &Path, m: &Matrix<T>) -> Result<()> {
+    crate::output::write_atomic(path, |w| write_npy_to(w, m))
 }
 
-fn temp_path(path: &Path) -> PathBuf {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    path.with_file_name(format!(".{name}.tmp{}", std::process::id()))
+/// Writes pretty JSON to `path`, atomically.
+pub fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<()> {
+    crate::output::write_atomic(path, |w| write_json_to(w, value))
 }
 
 /// Writes a 2-D `.npy` (C order) of `f32` or `f64`.
-pub fn write_npy<T: npyz::AutoSerialize + Copy>(path: &Path, m: &Matrix<T>) -> Result<()> {
-    write_atomic(path, |w| {
-        let mut out = npyz::WriteOptions::new()
-            .default_dtype()
-            .shape(&[m.rows as u64, m.cols as u64])
-            .writer(w)
-            .begin_nd()?;
-        out.extend(m.data.iter().copied())?;
-        out.finish()?;
-        Ok(())
-    })
+pub fn write_npy_to<T: npyz::AutoSerialize + Copy>(
+    w: &mut impl Write,
+    m: &Matrix<T>,
+) -> Result<()> {
+    let mut out = npyz::WriteOptions::new()
+        .default_dtype()
+        .shape(&[m.rows as u64, m.cols as u64])
+        .writer(w)
+        .begin_nd()?;
+    out.extend(m.data.iter().copied())?;
+    out.finish()?;
+    Ok(())
 }
 
-/// Writes pretty JSON.
-pub fn write_json(path: &Path, value: &serde_json::Value) -> Result<()> {
-    write_atomic(path, |w| {
-        serde_json::to_writer_pretty(&mut *w, value)?;
-        writeln!(w)?;
-        Ok(())
-    })
+/// Writes pretty JSON and a final newline.
+pub fn write_json_to(w: &mut impl Write, value: &impl serde::Serialize) -> Result<()> {
+    serde_json::to_writer_pretty(&mut *w, value)?;
+    writeln!(w)?;
+    Ok(())
 }

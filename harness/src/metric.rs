@@ -1,7 +1,7 @@
 //! `unmix metric ...`: the core's metrics over files (the concentration pipeline is in
 //! [`crate::concentration`]).
 
-use crate::io;
+use crate::io::{self, Matrix};
 use anyhow::{Result, bail};
 use serde_json::{Value, json};
 use std::path::Path;
@@ -70,13 +70,68 @@ pub fn sparsity(fractions: &Path) -> Result<Value> {
     Ok(json!({ "sparsity": metrics::hoyer_sparsity(&f)?, "n_features": c.len() }))
 }
 
+/// Checks a matrix for a metric: every value finite (reported where it is in the file).
+fn check_finite(m: &Matrix<f64>, path: &Path) -> Result<()> {
+    if let Some(i) = m.data.iter().position(|v| !v.is_finite()) {
+        bail!(
+            "{}: non-finite value at row {}, column {}",
+            path.display(),
+            i / m.cols,
+            i % m.cols
+        );
+    }
+    Ok(())
+}
+
+/// Divides each column by its largest magnitude, so that the core's sums of squares neither
+/// overflow (data near 1e307) nor underflow (near 1e-310); correlations do not change. A constant
+/// column is an error naming the file and the column.
+fn scale_columns(m: &mut Matrix<f64>, path: &Path) -> Result<()> {
+    for c in 0..m.cols {
+        let column = (0..m.rows).map(|r| m.data[r * m.cols + c]);
+        let first = m.data.get(c).copied().unwrap_or(0.0);
+        if m.rows < 2 || column.clone().all(|v| v == first) {
+            bail!(
+                "{}: column {c} is constant (zero variance): its correlation is undefined",
+                path.display()
+            );
+        }
+        let max = column.fold(0.0f64, |a, v| a.max(v.abs()));
+        for r in 0..m.rows {
+            m.data[r * m.cols + c] /= max;
+        }
+    }
+    Ok(())
+}
+
 /// `{"mcc": ..., "pairs": [[i, j], ...]}`.
 pub fn mcc(truth: &Path, estimated: &Path, method: Method) -> Result<Value> {
-    let (t, e) = (
+    let (mut t, mut e) = (
         io::read_table(truth)?.to_f64(),
         io::read_table(estimated)?.to_f64(),
     );
     same_len(t.rows, e.rows, "true and estimated rows")?;
+    if t.rows < 2 {
+        bail!("too few samples: {} given, at least 2 needed", t.rows);
+    }
+    for (m, p) in [(&mut t, truth), (&mut e, estimated)] {
+        check_finite(m, p)?;
+        scale_columns(m, p)?;
+    }
+    // The correlation matrix and the cross-moments are d x d': check before allocating them.
+    let cross = t
+        .cols
+        .checked_mul(e.cols)
+        .and_then(|c| c.checked_mul(3 * 8));
+    if cross.is_none_or(|b| b as u64 > crate::cmd::MAX_WORK_BYTES) {
+        bail!(
+            "{} x {} columns need more than the {} GiB working-memory limit for their \
+             correlations",
+            t.cols,
+            e.cols,
+            crate::cmd::MAX_WORK_BYTES >> 30
+        );
+    }
     let (lf, lu) = mcc::workspace_len(t.rows, t.cols, e.cols, method);
     let (mut wf, mut wu, mut pairs) = (vec![0.0; lf], vec![0; lu], vec![0; t.cols]);
     let score = mcc::mcc(
@@ -88,7 +143,7 @@ pub fn mcc(truth: &Path, estimated: &Path, method: Method) -> Result<Value> {
         .filter(|(_, j)| **j != UNASSIGNED)
         .map(|(i, j)| [i, *j])
         .collect();
-    Ok(json!({ "mcc": score, "pairs": pairs, "method": format!("{method:?}").to_lowercase() }))
+    Ok(json!({ "mcc": score, "pairs": pairs, "method": method.as_str() }))
 }
 
 /// `{"amari": ...}` of the unmixing `W` (`k x d`) and the mixing `A` (`d x k`).
@@ -106,6 +161,8 @@ pub fn amari(unmixing: &Path, mixing: &Path) -> Result<Value> {
             a.cols
         );
     }
+    check_finite(&w, unmixing)?;
+    check_finite(&a, mixing)?;
     let index = metrics::amari_index(
         &w.data,
         &a.data,

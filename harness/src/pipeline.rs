@@ -4,10 +4,9 @@ use crate::fastica::{map_rows, pool, run_pass};
 use crate::io::Matrix;
 use crate::simd::{GemmFloat, centred_product};
 use anyhow::Result;
-use serde_json::{Value, json};
 use unmix::Float;
 use unmix::ica::MomentsPass;
-use unmix::whiten::{self, Method, Rotation, WhitenOptions, WhitenerBuf};
+use unmix::whiten::{self, WhitenOptions, WhitenerBuf};
 
 /// Owned moments of a table, built by [`moments`].
 pub struct OwnedMoments {
@@ -59,7 +58,7 @@ pub struct Whitened<T> {
     /// Whitened samples, `n x k`.
     pub z: Matrix<T>,
     /// The model, as written to `--model`.
-    pub model: Value,
+    pub model: crate::model::WhitenerModel,
     /// Largest |cov(Z) - I| over the entries, at the fitted ddof (a self-check).
     pub max_cov_error: f64,
 }
@@ -108,32 +107,7 @@ pub fn whiten<T: GemmFloat + serde::Serialize>(
         .enumerate()
         .map(|(i, c)| (c - if i / k == i % k { 1.0 } else { 0.0 }).abs())
         .fold(0.0, f64::max);
-    let rows = |flat: &[T], width: usize| -> Vec<Vec<f64>> {
-        flat.chunks(width)
-            .map(|r| r.iter().map(|v| v.to_f64()).collect())
-            .collect()
-    };
-    let o = &job.options;
-    let model = json!({
-        "format": "unmix-whitener",
-        "version": 1,
-        "dtype": if std::mem::size_of::<T>() == 4 { "float32" } else { "float64" },
-        "method": match o.method { Method::Pca => "pca", Method::Zca => "zca" },
-        "rotation": match o.rotation {
-            Rotation::None => json!("none"),
-            Rotation::Random { seed } => json!({"random": {"seed": seed}}),
-        },
-        "ddof": o.ddof,
-        "rank_rtol": o.rank_rtol,
-        "n_samples": info.n_samples,
-        "n_features": d,
-        "n_components": k,
-        "effective_rank": info.effective_rank,
-        "mean": view.mean().iter().map(|v| v.to_f64()).collect::<Vec<_>>(),
-        "whitening": rows(view.whitening(), d),
-        "unwhitening": rows(view.unwhitening(), k),
-        "explained_variance": view.explained_variance().iter().map(|v| v.to_f64()).collect::<Vec<_>>(),
-    });
+    let model = crate::model::WhitenerModel::new(&view, &job.options, &info);
     Ok(Whitened {
         z,
         model,

@@ -371,7 +371,7 @@ fn bad_input_is_a_clear_error() {
             "--output",
             s(&out),
         ],
-        "3 columns, but the model",
+        "3 columns, but the FastICA model",
         &[&out],
     );
     assert_fails(
@@ -398,7 +398,7 @@ fn bad_input_is_a_clear_error() {
             "--output",
             s(&out),
         ],
-        "not an unmix FastICA model",
+        "not an unmix model (whitener or FastICA)",
         &[&out],
     );
 }

@@ -107,7 +107,8 @@ fn mcc_matches_the_papers_recipe() {
             load(e["true"].as_str().unwrap()),
             load(e["estimated"].as_str().unwrap()),
         );
-        for (method, key) in [(Method::Pearson, "pearson"), (Method::Spearman, "spearman")] {
+        for method in [Method::Pearson, Method::Spearman] {
+            let key = method.as_str();
             let (lf, lu) = mcc::workspace_len(t.rows, t.cols, s.cols, method);
             let (mut wf, mut wu, mut pairs) = (vec![0.0; lf], vec![0; lu], vec![0; t.cols]);
             let got = mcc::mcc(

@@ -115,14 +115,14 @@ fn pca_whitening_matches_scikit_learn_pca_whiten_true() {
         let components = load(e["components"].as_str().unwrap());
         let ev = load(e["explained_variance"].as_str().unwrap()).data;
         let transformed = load(e["transformed"].as_str().unwrap());
-        let ours_ev: Vec<f64> = floats(&out.model["explained_variance"]);
+        let ours_ev: Vec<f64> = out.model.explained_variance.clone();
         let err = max_abs_diff(&ours_ev, &ev);
         assert!(
             err <= tol * ev[0],
             "{name}: explained variance differs by {err:e}"
         );
         for i in 0..k {
-            let row: Vec<f64> = floats(&out.model["whitening"][i]);
+            let row: Vec<f64> = out.model.whitening[i].clone();
             let reference: Vec<f64> = components.row(i).iter().map(|c| c / ev[i].sqrt()).collect();
             let err = max_abs_diff_up_to_sign(&row, &reference);
             assert!(
@@ -156,10 +156,10 @@ fn pca_whitening_matches_fastica_eigh_whitening_including_sign() {
         .unwrap();
         let reference = load(e["whitening_times_sqrt_n"].as_str().unwrap());
         let mean = load(e["mean"].as_str().unwrap()).data;
-        let ours_mean: Vec<f64> = floats(&out.model["mean"]);
+        let ours_mean: Vec<f64> = out.model.mean.clone();
         assert!(max_abs_diff(&ours_mean, &mean) <= 1e-12 * max_abs(&mean).max(1.0));
         for i in 0..k {
-            let row: Vec<f64> = floats(&out.model["whitening"][i]);
+            let row: Vec<f64> = out.model.whitening[i].clone();
             // Same sign convention: no sign freedom allowed here.
             let err = max_abs_diff(&row, reference.row(i));
             assert!(
@@ -188,18 +188,7 @@ fn zca_whitening_is_symmetric_and_reconstructs_digits() {
     )
     .unwrap();
     let d = x.cols;
-    let w: Vec<Vec<f64>> = out.model["whitening"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            r.as_array()
-                .unwrap()
-                .iter()
-                .map(|v| v.as_f64().unwrap())
-                .collect()
-        })
-        .collect();
+    let w: Vec<Vec<f64>> = out.model.whitening.clone();
     let scale = w.iter().flatten().fold(0.0f64, |m, v| m.max(v.abs()));
     for i in 0..d {
         for j in 0..d {

@@ -116,6 +116,13 @@ pub enum ContrastKind {
     Cube,
 }
 
+// `logcosh` parses with alpha = 1; the alpha is a separate option.
+crate::names::option_names!(ContrastKind, "contrast", {
+    ContrastKind::LogCosh(_) => "logcosh", ContrastKind::LogCosh(LogCosh::default());
+    ContrastKind::Exp => "exp", ContrastKind::Exp;
+    ContrastKind::Cube => "cube", ContrastKind::Cube;
+});
+
 impl Default for ContrastKind {
     fn default() -> Self {
         Self::LogCosh(LogCosh::default())

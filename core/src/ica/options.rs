@@ -28,6 +28,17 @@ pub enum WhitenMode {
     None,
 }
 
+crate::names::option_names!(Algorithm, "algorithm", {
+    Algorithm::Parallel => "parallel", Algorithm::Parallel;
+    Algorithm::Deflation => "deflation", Algorithm::Deflation;
+});
+
+crate::names::option_names!(WhitenMode, "whiten mode", {
+    WhitenMode::UnitVariance => "unit-variance", WhitenMode::UnitVariance;
+    WhitenMode::ArbitraryVariance => "arbitrary-variance", WhitenMode::ArbitraryVariance;
+    WhitenMode::None => "false", WhitenMode::None;
+});
+
 /// Iteration options.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct IcaOptions {

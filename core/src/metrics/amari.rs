@@ -31,13 +31,42 @@ pub fn amari_index(w: &[f64], a: &[f64], k: usize, d: usize, p: &mut [f64]) -> R
             found: a.len(),
         });
     }
+    if k < 2 {
+        return Err(too_few(k));
+    }
+    // Non-finite entries are reported where they are in `W` (then `A`), not in the product.
+    for (m, width) in [(w, d), (a, k)] {
+        if let Some(i) = m.iter().position(|v| !v.is_finite()) {
+            return Err(Error::NonFinite {
+                row: (i / width) as u64,
+                col: i % width,
+            });
+        }
+    }
+    // The index is invariant to scaling W and A, so scale both to max |entry| = 1 first: finite
+    // matrices near 1e300 then give a finite product.
+    let scale = |m: &[f64]| {
+        let s = m.iter().fold(0.0f64, |s, v| s.max(v.abs()));
+        if s > 0.0 { s } else { 1.0 }
+    };
+    let (sw, sa) = (scale(w), scale(a));
     let p = prefix_mut(p, k * k)?;
     for i in 0..k {
         for j in 0..k {
-            p[i * k + j] = (0..d).map(|l| w[i * d + l] * a[l * k + j]).sum();
+            p[i * k + j] = (0..d)
+                .map(|l| (w[i * d + l] / sw) * (a[l * k + j] / sa))
+                .sum();
         }
     }
     amari_index_of_product(p, k)
+}
+
+fn too_few(k: usize) -> Error {
+    Error::TooFew {
+        what: "components",
+        found: k,
+        needed: 2,
+    }
 }
 
 /// Amari index of a given `k x k` product `P`.
@@ -49,7 +78,7 @@ pub fn amari_index_of_product(p: &[f64], k: usize) -> Result<f64> {
         });
     }
     if k < 2 {
-        return Err(Error::InvalidComponents { k, d: k });
+        return Err(too_few(k));
     }
     if let Some(i) = p.iter().position(|v| !v.is_finite()) {
         return Err(Error::NonFinite {

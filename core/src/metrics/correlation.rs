@@ -16,6 +16,11 @@ pub enum Method {
     Spearman,
 }
 
+crate::names::option_names!(Method, "correlation method", {
+    Method::Pearson => "pearson", Method::Pearson;
+    Method::Spearman => "spearman", Method::Spearman;
+});
+
 /// `(f64, usize)` workspace lengths of [`correlation_matrix`] for `n` rows.
 pub const fn workspace_len(n: usize, dx: usize, dy: usize, method: Method) -> (usize, usize) {
     let moments = CrossMomentsBuf::buffer_len(dx, dy);

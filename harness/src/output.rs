@@ -1,0 +1,281 @@
+//! Output files that never destroy data.
+//!
+//! A command names its inputs and outputs up front ([`Outputs::reserve`]). Before any work:
+//!
+//! - an output that names an input, or another output, is refused (paths compared after
+//!   canonicalisation; an output that does not exist yet by its canonical parent directory; on
+//!   Unix also by device and inode, so a hard link counts as the same file);
+//! - an output in a missing directory, or that is a directory, is refused;
+//! - each output gets a temporary file beside it (`tempfile::NamedTempFile::new_in`), so an
+//!   unwritable directory fails now, not after a long fit.
+//!
+//! The command then writes every output into its temporary file ([`Outputs::write`]) and only
+//! when all are written renames them into place together ([`Outputs::persist`]). A failure at any
+//! point before that leaves every existing file as it was and removes the temporary files (they
+//! are deleted when [`Outputs`] is dropped). On SIGINT, SIGTERM or SIGHUP the handler installed by
+//! [`remove_temporaries_on_signal`] deletes the temporary files still registered and exits with
+//! status 130.
+
+use anyhow::{Context, Result, bail};
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use tempfile::NamedTempFile;
+
+/// Temporary files not yet persisted or dropped: the signal handler deletes them.
+static PENDING: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// Exit status after a signal removed the temporary files (128 + SIGINT, as shells report it).
+pub const SIGNAL_EXIT_CODE: i32 = 130;
+
+/// Installs the SIGINT / SIGTERM / SIGHUP handler that deletes pending temporary files and exits.
+/// Call once, at the start of `main`.
+pub fn remove_temporaries_on_signal() -> Result<()> {
+    ctrlc::set_handler(|| {
+        // Holding the lock until exit stops `persist` from renaming a file we are deleting.
+        let pending = PENDING.lock().unwrap_or_else(|e| e.into_inner());
+        for path in pending.iter() {
+            let _ = std::fs::remove_file(path);
+        }
+        eprintln!("interrupted: no output written");
+        std::process::exit(SIGNAL_EXIT_CODE);
+    })
+    .context("cannot install the signal handler")
+}
+
+fn pending() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
+    PENDING.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// One output: its flag, where it goes, and the temporary file that will become it.
+struct Slot {
+    flag: String,
+    target: PathBuf,
+    temp: Option<NamedTempFile>,
+    written: bool,
+}
+
+/// The outputs of one command, staged in temporary files and persisted together.
+pub struct Outputs {
+    slots: Vec<Slot>,
+}
+
+/// A file's identity for comparison: its canonical path, and on Unix its device and inode.
+#[derive(PartialEq)]
+struct Identity {
+    path: PathBuf,
+    #[cfg(unix)]
+    inode: Option<(u64, u64)>,
+}
+
+fn identity(path: &Path) -> Result<Identity> {
+    let canonical = match path.canonicalize() {
+        Ok(p) => p,
+        Err(_) => {
+            // Not there yet: its directory must be, and then the name is fixed.
+            let parent = parent_dir(path);
+            let Ok(dir) = parent.canonicalize() else {
+                bail!(
+                    "cannot write {}: directory {} does not exist",
+                    path.display(),
+                    parent.display()
+                );
+            };
+            let name = path
+                .file_name()
+                .with_context(|| format!("{}: not a file name", path.display()))?;
+            dir.join(name)
+        }
+    };
+    #[cfg(unix)]
+    let inode = {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(&canonical)
+            .ok()
+            .map(|m| (m.dev(), m.ino()))
+    };
+    Ok(Identity {
+        path: canonical,
+        #[cfg(unix)]
+        inode,
+    })
+}
+
+impl Identity {
+    fn same_file(&self, other: &Identity) -> bool {
+        #[cfg(unix)]
+        if self.inode.is_some() && self.inode == other.inode {
+            return true;
+        }
+        self.path == other.path
+    }
+}
+
+fn parent_dir(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+impl Outputs {
+    /// Checks `outputs` against `inputs` and each other and creates a temporary file beside each
+    /// output. Flags (e.g. `"--model"`) label the messages.
+    pub fn reserve(inputs: &[(&str, &Path)], outputs: &[(&str, &Path)]) -> Result<Self> {
+        // Inputs that cannot be resolved are reported by their readers, later.
+        let inputs: Vec<(&str, &Path, Identity)> = inputs
+            .iter()
+            .filter_map(|(flag, p)| p.canonicalize().ok().map(|_| (*flag, *p)))
+            .map(|(flag, p)| identity(p).map(|id| (flag, p, id)))
+            .collect::<Result<_>>()?;
+        // Clashes with an input first: they matter more than a missing directory.
+        let mut seen: Vec<(&str, &Path, Identity)> = Vec::new();
+        for &(flag, path) in outputs {
+            let Ok(id) = identity(path) else { continue };
+            if let Some((in_flag, in_path, _)) = inputs.iter().find(|(_, _, i)| i.same_file(&id)) {
+                bail!(
+                    "{flag} {} is the same file as {in_flag} {}: refusing to overwrite an input",
+                    path.display(),
+                    in_path.display()
+                );
+            }
+            if let Some((other, other_path, _)) = seen.iter().find(|(_, _, i)| i.same_file(&id)) {
+                bail!(
+                    "{flag} {} and {other} {} are the same file: give each output its own path",
+                    path.display(),
+                    other_path.display()
+                );
+            }
+            seen.push((flag, path, id));
+        }
+        for &(flag, path) in outputs {
+            identity(path)?;
+            if path.is_dir() {
+                bail!("{flag} {} is a directory, not a file", path.display());
+            }
+        }
+        let mut slots = Vec::with_capacity(outputs.len());
+        for &(flag, path) in outputs {
+            slots.push(Slot {
+                flag: flag.to_string(),
+                target: path.to_path_buf(),
+                temp: Some(temporary_beside(path)?),
+                written: false,
+            });
+        }
+        Ok(Self { slots })
+    }
+
+    /// Writes output `flag` into its temporary file (the target is untouched until
+    /// [`persist`](Self::persist)).
+    pub fn write(
+        &mut self,
+        flag: &str,
+        write: impl FnOnce(&mut BufWriter<&std::fs::File>) -> Result<()>,
+    ) -> Result<()> {
+        let slot = self
+            .slots
+            .iter_mut()
+            .find(|s| s.flag == flag)
+            .with_context(|| format!("internal: no output {flag} was reserved"))?;
+        let temp = slot.temp.as_ref().context("internal: output persisted")?;
+        let file = temp.as_file();
+        file.set_len(0)?;
+        let mut w = BufWriter::new(file);
+        let result = write(&mut w)
+            .and_then(|()| w.flush().map_err(Into::into))
+            .and_then(|()| file.sync_all().map_err(Into::into));
+        result.with_context(|| format!("cannot write {}", slot.target.display()))?;
+        slot.written = true;
+        Ok(())
+    }
+
+    /// Writes a `.npy` output.
+    pub fn write_npy<T: npyz::AutoSerialize + Copy>(
+        &mut self,
+        flag: &str,
+        m: &crate::io::Matrix<T>,
+    ) -> Result<()> {
+        self.write(flag, |w| crate::io::write_npy_to(w, m))
+    }
+
+    /// Writes a JSON output.
+    pub fn write_json(&mut self, flag: &str, value: &impl serde::Serialize) -> Result<()> {
+        self.write(flag, |w| crate::io::write_json_to(w, value))
+    }
+
+    /// Renames every written output into place. Fails, changing nothing, if one was not written.
+    pub fn persist(mut self) -> Result<()> {
+        if let Some(s) = self.slots.iter().find(|s| !s.written) {
+            bail!("internal: output {} was not written", s.flag);
+        }
+        for slot in &mut self.slots {
+            let Some(temp) = slot.temp.take() else {
+                continue;
+            };
+            let mut pending = pending();
+            let temp_path = temp.path().to_path_buf();
+            temp.persist(&slot.target)
+                .map_err(|e| e.error)
+                .with_context(|| format!("cannot write {}", slot.target.display()))?;
+            pending.retain(|p| *p != temp_path);
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Outputs {
+    fn drop(&mut self) {
+        let mut pending = pending();
+        for slot in &mut self.slots {
+            if let Some(temp) = slot.temp.take() {
+                pending.retain(|p| p != temp.path());
+                drop(temp); // deletes the file
+            }
+        }
+    }
+}
+
+/// A hidden temporary file in `path`'s directory, registered for deletion on a signal.
+fn temporary_beside(path: &Path) -> Result<NamedTempFile> {
+    let dir = parent_dir(path);
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    // Register under the lock, so that a signal cannot come between creating and registering.
+    let mut pending = pending();
+    let temp = tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .suffix(".tmp")
+        .tempfile_in(&dir)
+        .with_context(|| {
+            format!(
+                "cannot write {}: cannot create a file in {}",
+                path.display(),
+                dir.display()
+            )
+        })?;
+    pending.push(temp.path().to_path_buf());
+    Ok(temp)
+}
+
+/// Writes one file atomically: a temporary file beside it, renamed into place when complete.
+/// For a single output that is not checked against inputs (the demo's, tests'); commands use
+/// [`Outputs`].
+pub fn write_atomic(
+    path: &Path,
+    write: impl FnOnce(&mut BufWriter<&std::fs::File>) -> Result<()>,
+) -> Result<()> {
+    let flag = "output";
+    let mut outputs = Outputs {
+        slots: vec![Slot {
+            flag: flag.to_string(),
+            target: path.to_path_buf(),
+            temp: Some(temporary_beside(path)?),
+            written: false,
+        }],
+    };
+    outputs.write(flag, write)?;
+    outputs.persist()
+}
