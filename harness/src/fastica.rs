@@ -12,8 +12,8 @@ use anyhow::{Context, Result};
 use rayon::prelude::*;
 use unmix::Float;
 use unmix::ica::{
-    self, CHUNK, Executor, FastIcaBuf, FastIcaOptions, FastIcaView,
-    IcaInfo, Pass, Rows, WInit, WhitenMode,
+    self, CHUNK, Executor, FastIcaBuf, FastIcaOptions, FastIcaView, IcaInfo, Pass, Rows, WInit,
+    WhitenMode,
 };
 use unmix::whiten::WhitenerView;
 
@@ -243,4 +243,3 @@ pub fn sources_of<T: GemmFloat>(
         view.transform_rows(x, s)
     })
 }
-

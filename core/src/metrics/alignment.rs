@@ -599,11 +599,15 @@ pub const fn workspace_len(n: usize, da: usize, db: usize) -> (usize, usize, usi
     );
     let ica_ws = if ia > ib { ia } else { ib };
     let scratch = if ff > ica_ws { ff } else { ica_ws };
-    let m = if da > db { da } else { db };
+    let (sa, sb) = (
+        ica::fit_scratch_len(n, da, da),
+        ica::fit_scratch_len(n, db, db),
+    );
+    let fit_scratch = if sa > sb { sa } else { sb };
     (
         AlignmentMoments::buffer_len(da, db) + maps_len(da, db) + scratch,
         fu,
-        ica::model_len(da, da) + ica::model_len(db, db) + n * m,
+        ica::model_len(da, da) + ica::model_len(db, db) + fit_scratch,
     )
 }
 
@@ -681,9 +685,21 @@ pub fn alignment_with_maps<T: Float>(
     moments.accumulate(a, b)?;
     let init = WInit::Seed(opts.random_state);
     let mut ica_a = FastIcaBuf::new(da, da, store_a)?;
-    ica_a.fit(a, &opts.ica, init, &mut z[..n * da], scratch)?;
+    ica_a.fit(
+        a,
+        &opts.ica,
+        init,
+        &mut z[..ica::fit_scratch_len(n, da, da)],
+        scratch,
+    )?;
     let mut ica_b = FastIcaBuf::new(db, db, store_b)?;
-    ica_b.fit(b, &opts.ica, init, &mut z[..n * db], scratch)?;
+    ica_b.fit(
+        b,
+        &opts.ica,
+        init,
+        &mut z[..ica::fit_scratch_len(n, db, db)],
+        scratch,
+    )?;
     fit_maps(
         moments.as_ref(),
         da,

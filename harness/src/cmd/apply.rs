@@ -3,10 +3,10 @@
 
 use super::{require_npy, threads};
 use crate::fastica::{map_rows, pool, sources_of};
-use crate::simd::GemmFloat;
 use crate::io::{self, Matrix};
 use crate::model::{self, Loaded};
 use crate::output::Outputs;
+use crate::simd::GemmFloat;
 use anyhow::{Context, Result, bail};
 use std::path::PathBuf;
 
@@ -89,7 +89,9 @@ fn apply<T: GemmFloat + npyz::AutoSerialize>(
                     v.inverse_transform_rows(xi, oi)
                 })?;
             } else {
-                map_rows(&pool, xd, w, &mut out, out_w, |xi, oi| sources_of(&v, xi, oi))?;
+                map_rows(&pool, xd, w, &mut out, out_w, |xi, oi| {
+                    sources_of(&v, xi, oi)
+                })?;
             }
         }
         None => {
