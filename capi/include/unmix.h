@@ -35,7 +35,7 @@ typedef enum unmix_status {
 
 /* The ABI as the Rust library lays it out: tests/check.c checks the declarations above and
  * below against it (status values, struct sizes and field offsets). */
-extern const uint32_t unmix_abi_layout[36];
+extern const uint32_t unmix_abi_layout[47];
 
 typedef struct unmix_report {
     uint64_t row;          /* first non-finite value: row */

@@ -1252,10 +1252,11 @@ fn panic(_: &core::panic::PanicInfo<'_>) -> ! {
 /// with `sizeof`, `offsetof` and the enum values the header gives): the status values in
 /// order, then each struct's size and its fields' offsets.
 #[unsafe(no_mangle)]
-pub static unmix_abi_layout: [u32; 36] = {
+pub static unmix_abi_layout: [u32; 47] = {
     use core::mem::{offset_of, size_of};
     type O = UnmixFastIcaOptions;
     type R = UnmixFastIcaReport;
+    type A = UnmixAlignment;
     [
         UnmixStatus::Ok as u32,
         UnmixStatus::NullPointer as u32,
@@ -1293,5 +1294,16 @@ pub static unmix_abi_layout: [u32; 36] = {
         offset_of!(R, converged) as u32,
         offset_of!(R, last_change) as u32,
         offset_of!(R, error) as u32,
+        size_of::<A>() as u32,
+        offset_of!(A, permutation) as u32,
+        offset_of!(A, rigid) as u32,
+        offset_of!(A, linear) as u32,
+        offset_of!(A, ica) as u32,
+        offset_of!(A, efficiency) as u32,
+        offset_of!(A, diameter) as u32,
+        offset_of!(A, raw_permutation) as u32,
+        offset_of!(A, raw_rigid) as u32,
+        offset_of!(A, raw_linear) as u32,
+        offset_of!(A, raw_ica) as u32,
     ]
 };

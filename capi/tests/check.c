@@ -297,14 +297,15 @@ static void check_metrics(void) {
     check(unmix_mcc(src, K, sources, K, N, 5, pairs, mcc_f64, fl, mcc_size, sl, &v) ==
               UNMIX_INVALID_PARAMETER, "mcc unknown method");
     /* Each error has its own status: a constant column is not an invalid parameter. */
-    for (size_t r = 0; r < N; r++) src[r * K] = 1.0;
-    check(unmix_mcc(src, K, sources, K, N, UNMIX_PEARSON, pairs, mcc_f64, fl, mcc_size, sl, &v) ==
+    /* On a copy: the identifiability checks later use the true sources. */
+    for (size_t i = 0; i < N * K; i++) restored[i] = i % K == 0 ? 1.0 : src[i];
+    check(unmix_mcc(restored, K, sources, K, N, UNMIX_PEARSON, pairs, mcc_f64, fl, mcc_size, sl, &v) ==
               UNMIX_ZERO_VARIANCE, "mcc constant column: UNMIX_ZERO_VARIANCE");
 }
 
 /* The header against the Rust definitions: every status value, struct size and field offset. */
 static void check_abi(void) {
-    const uint32_t expected[36] = {
+    const uint32_t expected[47] = {
         UNMIX_OK, UNMIX_NULL_POINTER, UNMIX_NON_FINITE, UNMIX_TOO_FEW_SAMPLES,
         UNMIX_DIMENSION_MISMATCH, UNMIX_BUFFER_TOO_SMALL, UNMIX_INVALID_COMPONENTS,
         UNMIX_RANK_DEFICIENT, UNMIX_NO_CONVERGENCE, UNMIX_INVALID_PARAMETER, UNMIX_OVERFLOW,
@@ -321,8 +322,19 @@ static void check_abi(void) {
         sizeof(unmix_fastica_report), offsetof(unmix_fastica_report, n_iter),
         offsetof(unmix_fastica_report, converged), offsetof(unmix_fastica_report, last_change),
         offsetof(unmix_fastica_report, error),
+        sizeof(unmix_alignment_result),
+        offsetof(unmix_alignment_result, permutation),
+        offsetof(unmix_alignment_result, rigid),
+        offsetof(unmix_alignment_result, linear),
+        offsetof(unmix_alignment_result, ica),
+        offsetof(unmix_alignment_result, efficiency),
+        offsetof(unmix_alignment_result, diameter),
+        offsetof(unmix_alignment_result, raw_permutation),
+        offsetof(unmix_alignment_result, raw_rigid),
+        offsetof(unmix_alignment_result, raw_linear),
+        offsetof(unmix_alignment_result, raw_ica),
     };
-    for (size_t i = 0; i < 36; i++) {
+    for (size_t i = 0; i < 47; i++) {
         if (unmix_abi_layout[i] != expected[i]) {
             printf("ABI entry %zu: header %u, Rust %u\n", i, (unsigned)expected[i],
                    (unsigned)unmix_abi_layout[i]);
