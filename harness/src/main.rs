@@ -40,6 +40,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    restore_default_sigpipe();
     let cli = Cli::parse();
     if let Err(e) = harness::output::remove_temporaries_on_signal() {
         eprintln!("warning: {e:#}");
@@ -65,5 +66,16 @@ fn main() -> ExitCode {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Rust ignores SIGPIPE, so a closed pipe (`unmix demo | head`) turns every later `println!` into
+/// a panic. The default action ends the process quietly instead, as other Unix tools do. Outputs
+/// are persisted before their results print, so no temporary file is pending when it comes.
+fn restore_default_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: setting a signal's disposition to its default, before any thread is started.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }

@@ -245,17 +245,20 @@ fn temporary_beside(path: &Path) -> Result<NamedTempFile> {
         .unwrap_or_default();
     // Register under the lock, so that a signal cannot come between creating and registering.
     let mut pending = pending();
-    let temp = tempfile::Builder::new()
-        .prefix(&format!(".{name}."))
-        .suffix(".tmp")
-        .tempfile_in(&dir)
-        .with_context(|| {
-            format!(
-                "cannot write {}: cannot create a file in {}",
-                path.display(),
-                dir.display()
-            )
-        })?;
+    let mut builder = tempfile::Builder::new();
+    let prefix = format!(".{name}.");
+    builder.prefix(&prefix).suffix(".tmp");
+    // A temporary file is private (0600); the output it becomes gets the mode a plain create
+    // would give it (0666 less the umask).
+    #[cfg(unix)]
+    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
+    let temp = builder.tempfile_in(&dir).with_context(|| {
+        format!(
+            "cannot write {}: cannot create a file in {}",
+            path.display(),
+            dir.display()
+        )
+    })?;
     pending.push(temp.path().to_path_buf());
     Ok(temp)
 }

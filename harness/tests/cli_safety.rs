@@ -734,3 +734,59 @@ fn every_flag_has_help_text() {
         }
     }
 }
+
+/// Outputs are staged in private temporary files, but the files they become get the mode a
+/// plain create would give them (0666 less the umask), not the temporary file's 0600.
+#[cfg(unix)]
+#[test]
+fn outputs_get_the_mode_of_a_plain_create() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let x = save(d, "x.npy", &data(300, 3));
+    let (sources, model) = (d.join("s.npy"), d.join("m.json"));
+    let o = unmix(&[
+        "fit",
+        "--input",
+        s(&x),
+        "--sources",
+        s(&sources),
+        "--model",
+        s(&model),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let plain = d.join("plain");
+    std::fs::File::create(&plain).unwrap();
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&sources), mode(&plain), "sources");
+    assert_eq!(mode(&model), mode(&plain), "model");
+}
+
+/// A closed stdout (`unmix ... | head`) ends the command quietly, not with a panic.
+#[cfg(unix)]
+#[test]
+fn a_closed_stdout_is_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let fractions = save(
+        dir.path(),
+        "f.npy",
+        &Matrix::new(1, 3, vec![1.0, 2.0, 3.0]).unwrap(),
+    );
+    // The reader is closed before the command starts, so its first write meets a broken pipe.
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_unmix"))
+        .args(["metric", "sparsity", "--fractions", s(&fractions)])
+        .stdout(writer)
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert!(!err.contains("panicked"), "panic: {err}");
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(
+        o.status.signal(),
+        Some(libc::SIGPIPE),
+        "{:?}: {err}",
+        o.status
+    );
+}
