@@ -798,6 +798,48 @@ impl<'a, T: Float> FastIcaBuf<'a, T> {
         self.whitening = whitening;
         Ok(info)
     }
+    /// The fit from a whitener fitted elsewhere: `whitener` (`d -> k`, fitted with
+    /// [`FastIcaOptions::pca_options`] on moments of the samples `exec` holds, by whatever pass
+    /// computed them: the `unmix` command's GEMM, shards on other machines) replaces the moments
+    /// pass of [`fit_with`](Self::fit_with); the rest is the same computation, so the same
+    /// moments give the same bits. See [`FastIca::fit_white`]. `staging` needs
+    /// [`model_len`]`(d, k)` elements and `ws` [`white_fit_workspace_len_with`]`(k, kernel)`. On
+    /// error the model is unchanged.
+    #[allow(clippy::too_many_arguments)]
+    pub fn fit_white_with<E: Executor<T>, Kn: Kernel>(
+        &mut self,
+        whitener: &WhitenerView<'_, T>,
+        exec: &mut E,
+        kernel: Kn,
+        opts: &FastIcaOptions,
+        init: WInit<'_>,
+        staging: &mut [T],
+        ws: &mut [f64],
+        on_iteration: &mut dyn FnMut(usize, f64),
+    ) -> Result<IcaInfo> {
+        let (d, k) = (self.d, self.k);
+        if (whitener.n_features(), whitener.n_components()) != (d, k) {
+            return Err(Error::DimensionMismatch {
+                expected: d * k,
+                found: whitener.n_features() * whitener.n_components(),
+            });
+        }
+        let staging = prefix_mut(staging, model_len(d, k))?;
+        let info = fit_model_white(
+            exec,
+            kernel,
+            whitener,
+            opts,
+            init,
+            staging,
+            ws,
+            on_iteration,
+        )?;
+        self.storage.copy_from_slice(staging);
+        self.info = info;
+        self.whitening = whitener.info();
+        Ok(info)
+    }
     /// The fitted model.
     pub fn view(&self) -> FastIcaView<'_, T> {
         FastIcaView::with_whitening_info(self.d, self.k, self.storage, self.info, self.whitening)

@@ -142,8 +142,10 @@ impl FastIcaOptions {
         Ok(())
     }
 
-    /// The whitening FastICA uses: PCA, no rotation, ddof 0 (scikit-learn's eigh solver).
-    pub(crate) fn pca_options(&self) -> WhitenOptions {
+    /// The whitening FastICA uses: PCA, no rotation, ddof 0 (scikit-learn's eigh solver), this
+    /// `rank_rtol`. A whitener for [`FastIcaBuf::fit_white_with`](crate::ica::FastIcaBuf::fit_white_with)
+    /// is fitted with these.
+    pub fn pca_options(&self) -> WhitenOptions {
         WhitenOptions {
             method: Method::Pca,
             rotation: Rotation::None,
