@@ -15,7 +15,7 @@ use unmix::ica::{
     self, CHUNK, Executor, FastIcaBuf, FastIcaOptions, FastIcaView, IcaInfo, Pass, Rows, WInit,
     WhitenMode,
 };
-use unmix::whiten::WhitenerView;
+use unmix::whiten::{self, WhitenerBuf, WhitenerView};
 
 /// A rayon pool of `threads` threads.
 pub fn pool(threads: usize) -> Result<rayon::ThreadPool> {
@@ -192,24 +192,48 @@ pub fn fit<T: GemmFloat + serde::Serialize>(x: &Matrix<T>, job: &FitJob<'_>) -> 
     let mut model = FastIcaBuf::new(d, k, &mut storage)?;
     let mut staging = vec![T::ZERO; ica::model_len(d, k)];
     let kernel = crate::simd::CliKernel::for_this_cpu();
-    let mut ws = vec![0.0; ica::fit_workspace_len_with(d, k, kernel)];
     let mut exec = PoolExecutor::new(&x.data, d, &pool);
-    let info = model
-        .fit_with(
+    let explain = |e: unmix::Error| match e {
+        unmix::Error::RankDeficient { rank, .. } if rank > 0 => {
+            anyhow::anyhow!("{e}; keep at most {rank} components (--n-components {rank})")
+        }
+        e => anyhow::Error::new(e),
+    };
+    let mut on_iteration = |it, change| (job.progress)(it, change);
+    let info = if opts.whiten == WhitenMode::None {
+        let mut ws = vec![0.0; ica::fit_workspace_len_with(d, k, kernel)];
+        model.fit_with(
             &mut exec,
             kernel,
             opts,
             job.init,
             &mut staging,
             &mut ws,
-            &mut |it, change| (job.progress)(it, change),
+            &mut on_iteration,
         )
-        .map_err(|e| match e {
-            unmix::Error::RankDeficient { rank, .. } if rank > 0 => {
-                anyhow::anyhow!("{e}; keep at most {rank} components (--n-components {rank})")
-            }
-            e => anyhow::Error::new(e),
-        })?;
+    } else {
+        // The moments on the CLI's GEMM (the core's pass with UNMIX_SIMD=portable or few
+        // features), then the core's fit from the whitener: the same computation as `fit_with`.
+        let m = crate::pipeline::moments(x, &pool)?;
+        let mut wstorage = vec![T::ZERO; whiten::storage_len(d, k)];
+        let mut wws = vec![0.0; whiten::workspace_len(d, k)];
+        let mut whitener = WhitenerBuf::new(d, k, &mut wstorage)?;
+        whitener
+            .fit(m.view(), &opts.pca_options(), &mut wws)
+            .map_err(explain)?;
+        let mut ws = vec![0.0; ica::white_fit_workspace_len_with(k, kernel)];
+        model.fit_white_with(
+            &whitener.view(),
+            &mut exec,
+            kernel,
+            opts,
+            job.init,
+            &mut staging,
+            &mut ws,
+            &mut on_iteration,
+        )
+    }
+    .map_err(explain)?;
     drop(exec);
     let view = model.view();
     let mut sources = vec![T::ZERO; n * k];

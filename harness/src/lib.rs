@@ -9,6 +9,7 @@ pub mod identifiability;
 pub mod io;
 pub mod metric;
 pub mod model;
+pub mod moments;
 pub mod output;
 pub mod pipeline;
 pub mod plot;

@@ -2,7 +2,8 @@
 
 use crate::fastica::{map_rows, pool, run_pass};
 use crate::io::Matrix;
-use crate::simd::{GemmFloat, centred_product};
+use crate::moments::GemmMoments;
+use crate::simd::{GEMM_MIN_K, GemmFloat, centred_product};
 use anyhow::Result;
 use unmix::Float;
 use unmix::ica::MomentsPass;
@@ -10,35 +11,50 @@ use unmix::whiten::{self, WhitenOptions, WhitenerBuf};
 
 /// Owned moments of a table, built by [`moments`].
 pub struct OwnedMoments {
-    pass: MomentsPass,
-    total: Vec<f64>,
+    n: u64,
+    mean: Vec<f64>,
+    comoment: Vec<f64>,
 }
 
-/// Accumulates the moments of `x` on `pool`: the core's [`MomentsPass`] over fixed chunks, merged
-/// in chunk order. Same bits for any number of threads; errors name rows of the whole table.
+/// Accumulates the moments of `x` on `pool` over the core's fixed chunks, merged in chunk order:
+/// on the CLI's GEMM ([`GemmMoments`]) from [`GEMM_MIN_K`] features, else (or with
+/// `UNMIX_SIMD=portable`) with the core's [`MomentsPass`], whose bits are the no_std core's. Same
+/// bits for any number of threads; errors name rows of the whole table.
 pub fn moments<T: Float + Send + Sync>(
     x: &Matrix<T>,
     pool: &rayon::ThreadPool,
 ) -> Result<OwnedMoments> {
-    let pass = MomentsPass::new(x.cols)?;
-    let mut total = vec![0.0; MomentsPass::partial_len_for(x.cols)];
-    run_pass(
-        pool,
-        pool.current_num_threads(),
-        &x.data,
-        x.cols,
-        &pass,
-        &mut total,
-    )?;
-    Ok(OwnedMoments { pass, total })
+    let d = x.cols;
+    let threads = pool.current_num_threads();
+    let mut total;
+    let view = if uses_gemm(d) {
+        let pass = GemmMoments::new(d)?;
+        total = vec![0.0; GemmMoments::partial_len_for(d)];
+        run_pass(pool, threads, &x.data, d, &pass, &mut total)?;
+        pass.view(&total)?
+    } else {
+        let pass = MomentsPass::new(d)?;
+        total = vec![0.0; MomentsPass::partial_len_for(d)];
+        run_pass(pool, threads, &x.data, d, &pass, &mut total)?;
+        pass.view(&total)?
+    };
+    Ok(OwnedMoments {
+        n: view.n_samples(),
+        mean: view.mean().to_vec(),
+        comoment: view.comoment_upper().to_vec(),
+    })
+}
+
+/// Whether [`moments`] of `d` features run on the GEMM.
+pub fn uses_gemm(d: usize) -> bool {
+    d >= GEMM_MIN_K && !crate::simd::portable_requested()
 }
 
 impl OwnedMoments {
     /// The moments as the core's view.
     pub fn view(&self) -> unmix::moments::MomentsRef<'_> {
-        self.pass
-            .view(&self.total)
-            .expect("total laid out by MomentsPass")
+        unmix::moments::MomentsRef::from_parts(self.n, self.mean.len(), &self.mean, &self.comoment)
+            .expect("mean and comoment of one table")
     }
 }
 

@@ -81,7 +81,8 @@ impl CliKernel {
     }
 }
 
-fn portable_requested() -> bool {
+/// Whether `UNMIX_SIMD=portable` asks for the no_std core's bits (read once per process).
+pub fn portable_requested() -> bool {
     static PORTABLE: OnceLock<bool> = OnceLock::new();
     *PORTABLE.get_or_init(|| std::env::var("UNMIX_SIMD").is_ok_and(|v| v == "portable"))
 }
@@ -223,21 +224,36 @@ pub fn centred_product<T: GemmFloat>(
             found: out.len(),
         });
     }
-    if let Some(pos) = x.iter().position(|v| !v.is_finite()) {
-        return Err(unmix::Error::NonFinite {
-            row: (pos / in_w) as u64,
-            col: pos % in_w,
-        });
-    }
-    let mut centred: Vec<T> = x.to_vec();
-    for row in centred.chunks_exact_mut(in_w) {
-        for (v, mu) in row.iter_mut().zip(mean) {
-            *v -= *mu;
+    // Blocks of rows centred into a small buffer that stays in the cache (no copy of the whole
+    // input); each output row is the same product whatever the blocking, since the GEMM's sums
+    // run over the `in_w` inputs only.
+    let rows = TRANSFORM_BLOCK_ROWS.min(n);
+    let mut centred: Vec<T> = vec![T::ZERO; rows * in_w];
+    for (b, (xb, ob)) in x
+        .chunks(TRANSFORM_BLOCK_ROWS * in_w)
+        .zip(out.chunks_mut(TRANSFORM_BLOCK_ROWS * out_w))
+        .enumerate()
+    {
+        let nb = xb.len() / in_w;
+        if let Some(pos) = xb.iter().position(|v| !v.is_finite()) {
+            return Err(unmix::Error::NonFinite {
+                row: (b * TRANSFORM_BLOCK_ROWS + pos / in_w) as u64,
+                col: pos % in_w,
+            });
         }
-    }
-    T::gemm_abt(n, in_w, out_w, &centred, m, out);
-    if out.iter().any(|v| !v.is_finite()) {
-        return Err(unmix::Error::Overflow);
+        let cb = &mut centred[..nb * in_w];
+        for (crow, row) in cb.chunks_exact_mut(in_w).zip(xb.chunks_exact(in_w)) {
+            for ((c, v), mu) in crow.iter_mut().zip(row).zip(mean) {
+                *c = *v - *mu;
+            }
+        }
+        T::gemm_abt(nb, in_w, out_w, cb, m, ob);
+        if ob.iter().any(|v| !v.is_finite()) {
+            return Err(unmix::Error::Overflow);
+        }
     }
     Ok(())
 }
+
+/// Rows per product of [`centred_product`]: 256 centred rows (1.5 MB at 768 f64 features).
+const TRANSFORM_BLOCK_ROWS: usize = 256;

@@ -1,9 +1,10 @@
 //! The CLI compiles the core's hot loops for AVX2 when the CPU has it (`harness::simd`). IEEE
 //! arithmetic without reassociation or contraction means the vector width cannot change a result:
 //! these tests run the same jobs with `UNMIX_SIMD=portable` and without, and compare the bytes.
-//! From 16 components the CLI's pass products run on a GEMM with fused multiply-adds
-//! (`harness::simd::CliKernel`), which changes the last bits: there the two must agree to 1e-12
-//! relative.
+//! From 16 features the CLI's moments, and from 16 components its transforms and pass products,
+//! run on a GEMM with fused multiply-adds (`harness::simd::CliKernel`, `harness::moments`), which
+//! changes the last bits: there the two must agree to 1e-12 relative (here, and on every
+//! cross-check fixture in `tests/simd_fixtures.rs`).
 
 use std::path::Path;
 use std::process::Command;
@@ -59,7 +60,12 @@ fn avx2_and_portable_give_the_same_bytes() {
     }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let digits = concat!(env!("CARGO_MANIFEST_DIR"), "/data/digits_x.npy");
+    // 12 features: below `harness::simd::GEMM_MIN_K`, so every product (moments, transforms,
+    // passes) is the core's, compiled for AVX2 or not; from 16 the GEMM changes the last bits
+    // (see the test below).
+    let mixed = d.join("x12.npy");
+    write_mixed(&mixed, 3000, 12);
+    let input = mixed.to_str().unwrap();
     let (model, sources, white) = (d.join("m.json"), d.join("s.npy"), d.join("z.npy"));
     let (model, sources, white) = (
         model.to_str().unwrap(),
@@ -71,7 +77,7 @@ fn avx2_and_portable_give_the_same_bytes() {
         &[
             "whiten",
             "--input",
-            digits,
+            input,
             "--n-components",
             "12",
             "--output",
@@ -90,7 +96,7 @@ fn avx2_and_portable_give_the_same_bytes() {
             &[
                 "fit",
                 "--input",
-                digits,
+                input,
                 "--n-components",
                 "12",
                 "--algorithm",

@@ -1,0 +1,230 @@
+//! Every FastICA and whitening cross-check fixture through the `unmix` command twice: with the
+//! fast paths (AVX2, and the GEMM for the moments from 16 features and for the transforms and
+//! pass products from 16 components) and with `UNMIX_SIMD=portable` (the no_std core's bits).
+//!
+//! "Agree to 1e-12 relative" means, for every output array `a` (portable) and `b` (fast) — the
+//! sources, the model's mean, whitening, unwhitening, explained variance, unmixing, components
+//! and mixing; the whitened data — `max_i |a_i - b_i| / max_i |a_i| <= 1e-12`, and the same
+//! `n_iter` and convergence flag. Outputs keep the input's float type: the f32 fixtures have at
+//! most 10 features, so neither path multiplies on a GEMM there and they must be bit-equal; the
+//! digits fixtures (64 and 61 features) are where the GEMM changes the last bits, and the test
+//! prints their differences. Those fits amplify rounding: the GEMM's moments differ from the
+//! core's by about 1e-16 relative, the sources of the FastICA digits fixtures by 7e-13 (0.7 of the
+//! tolerance); reordering the input rows changes the portable path's own sources by 2.9e-13.
+
+mod common;
+use common::*;
+use std::path::Path;
+use std::process::Command;
+use unmix::ica::{ContrastKind, WhitenMode};
+
+const RTOL: f64 = 1e-12;
+
+fn run(args: &[String], portable: bool) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_unmix"));
+    cmd.args(args);
+    if portable {
+        cmd.env("UNMIX_SIMD", "portable");
+    } else {
+        cmd.env_remove("UNMIX_SIMD");
+    }
+    let out = cmd.output().expect("run unmix");
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `max |a - b| / max |a|` (0 when both are all zeros).
+fn relative(a: &[f64], b: &[f64]) -> f64 {
+    assert_eq!(a.len(), b.len());
+    let diff = max_abs_diff(a, b);
+    if diff == 0.0 { 0.0 } else { diff / max_abs(a) }
+}
+
+/// A model file's matrix or vector, flattened.
+fn array(model: &serde_json::Value, key: &str) -> Vec<f64> {
+    match &model[key] {
+        serde_json::Value::Array(rows) if rows.first().is_some_and(|r| r.is_array()) => {
+            rows.iter().flat_map(floats).collect()
+        }
+        v => floats(v),
+    }
+}
+
+fn read_json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn read_array(path: &Path) -> Vec<f64> {
+    harness::io::read_npy(path).unwrap().to_f64().data
+}
+
+/// Runs `args` (plus the `--model` and data outputs, appended here) both ways; returns the worst
+/// relative difference over the arrays, after checking each against [`RTOL`].
+fn compare(
+    dir: &Path,
+    name: &str,
+    args: &[String],
+    data_flag: &str,
+    model_keys: &[&str],
+    failures: &mut Vec<String>,
+) -> (f64, [serde_json::Value; 2]) {
+    let mut models = Vec::new();
+    let mut data = Vec::new();
+    for portable in [true, false] {
+        let (m, z) = (
+            dir.join(format!("{name}_{portable}.json")),
+            dir.join(format!("{name}_{portable}.npy")),
+        );
+        let mut full = args.to_vec();
+        full.extend([
+            "--model".into(),
+            m.display().to_string(),
+            data_flag.into(),
+            z.display().to_string(),
+        ]);
+        run(&full, portable);
+        models.push(read_json(&m));
+        data.push(read_array(&z));
+    }
+    let mut worst = 0.0f64;
+    let mut check = |what: &str, a: &[f64], b: &[f64]| {
+        let r = relative(a, b);
+        worst = worst.max(r);
+        if r.is_nan() || r > RTOL {
+            failures.push(format!("{name}: {what} differ by {r:e} relative"));
+        }
+    };
+    check(data_flag, &data[0], &data[1]);
+    for key in model_keys {
+        check(key, &array(&models[0], key), &array(&models[1], key));
+    }
+    let [a, b]: [serde_json::Value; 2] = models.try_into().unwrap();
+    (worst, [a, b])
+}
+
+fn s(v: impl ToString) -> String {
+    v.to_string()
+}
+
+#[test]
+fn fast_and_portable_paths_agree_on_every_fastica_fixture() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = manifest()["fastica"].as_array().cloned().unwrap();
+    assert!(cases.len() >= 80);
+    let (mut failures, mut wide) = (Vec::new(), Vec::new());
+    for e in &cases {
+        let name = e["name"].as_str().unwrap();
+        let data = fixtures_dir().join(e["data"].as_str().unwrap());
+        let d = harness::io::read_npy(&data).unwrap().shape().1;
+        let whiten: WhitenMode = e["whiten"].as_str().unwrap().parse().unwrap();
+        let fun: ContrastKind = e["fun"].as_str().unwrap().parse().unwrap();
+        let mut args = vec![
+            s("fit"),
+            s("--input"),
+            data.display().to_string(),
+            s("--algorithm"),
+            s(e["algorithm"].as_str().unwrap()),
+            s("--fun"),
+            s(fun.as_str()),
+            s("--alpha"),
+            s(e["alpha"].as_f64().unwrap()),
+            s("--whiten"),
+            s(whiten.as_str()),
+            s("--max-iter"),
+            s(e["max_iter"].as_u64().unwrap()),
+            s("--tol"),
+            s(e["tol"].as_f64().unwrap()),
+            s("--w-init"),
+            fixtures_dir()
+                .join(e["w_init"].as_str().unwrap())
+                .display()
+                .to_string(),
+            s("--threads"),
+            s(2),
+        ];
+        if whiten != WhitenMode::None {
+            args.extend([s("--n-components"), s(e["n_components"].as_u64().unwrap())]);
+        }
+        let keys = [
+            "mean",
+            "whitening",
+            "unwhitening",
+            "explained_variance",
+            "unmixing",
+            "components",
+            "mixing",
+        ];
+        let (worst, [a, b]) = compare(dir.path(), name, &args, "--sources", &keys, &mut failures);
+        for key in ["n_iter", "converged"] {
+            if a[key] != b[key] {
+                failures.push(format!("{name}: {key} {} (portable) vs {}", a[key], b[key]));
+            }
+        }
+        if d >= harness::simd::GEMM_MIN_K {
+            wide.push(format!("{name} (d = {d}): {worst:.1e}"));
+        }
+    }
+    // The fixtures must reach the GEMM somewhere, or this test compares the portable path with
+    // itself.
+    assert!(!wide.is_empty(), "no fixture has 16 features or more");
+    use std::io::Write;
+    let _ = writeln!(
+        std::io::stderr(),
+        "fixtures on the GEMM, worst relative difference fast vs portable:\n  {}",
+        wide.join("\n  ")
+    );
+    assert!(
+        failures.is_empty(),
+        "{} disagreements over {} fixtures:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn fast_and_portable_paths_agree_on_every_whitening_fixture() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = manifest();
+    let mut failures = Vec::new();
+    let mut report = Vec::new();
+    let mut cases = 0;
+    // (fixture kind, ddof the cross-check uses, components)
+    for (kind, ddof) in [("pca", 1), ("fastica_whitening", 0), ("covariance", 0)] {
+        for e in m[kind].as_array().unwrap() {
+            let name = format!("{kind}_{}", e["name"].as_str().unwrap());
+            let x = data_of(e);
+            let path = dir.path().join(format!("{name}_x.npy"));
+            harness::io::write_npy(&path, &x).unwrap();
+            // The covariance fixture keeps every component: its explained variance is the
+            // covariance's spectrum.
+            let k = e["n_components"].as_u64().map_or(x.cols, |k| k as usize);
+            let args = vec![
+                s("whiten"),
+                s("--input"),
+                path.display().to_string(),
+                s("--n-components"),
+                s(k),
+                s("--ddof"),
+                s(ddof),
+                s("--threads"),
+                s(2),
+            ];
+            let keys = ["mean", "whitening", "unwhitening", "explained_variance"];
+            let (worst, _) = compare(dir.path(), &name, &args, "--output", &keys, &mut failures);
+            report.push(format!("{name} (d = {}): {worst:.1e}", x.cols));
+            cases += 1;
+        }
+    }
+    assert!(cases >= 6, "only {cases} whitening fixtures");
+    use std::io::Write;
+    let _ = writeln!(
+        std::io::stderr(),
+        "whitening fixtures, worst relative difference fast vs portable:\n  {}",
+        report.join("\n  ")
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
