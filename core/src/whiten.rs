@@ -357,25 +357,59 @@ fn fit_parts<T: Float>(
     for (o, l) in out.explained_variance.iter_mut().zip(s.values.iter()) {
         *o = T::from_f64(*l);
     }
-    // whitening[i][j] = sum_l B[i][l] u_l[j] / sqrt(lambda_l)
-    // unwhitening[j][i] = sum_l u_l[j] sqrt(lambda_l) B[i][l]
-    for (i, brow) in basis.chunks_exact(k).enumerate() {
-        for j in 0..d {
-            let (mut w, mut u) = (0.0, 0.0);
-            for (l, (b, r)) in brow.iter().zip(sqrt_values.iter()).enumerate() {
-                let v = b * s.vectors[l * d + j];
-                w += v / r;
-                u += v * r;
-            }
-            out.whitening[i * d + j] = T::from_f64(w);
-            out.unwhitening[j * k + i] = T::from_f64(u);
-        }
-    }
+    let identity = opts.method == Method::Pca && opts.rotation == Rotation::None;
+    write_matrices(
+        basis,
+        s.vectors,
+        sqrt_values,
+        d,
+        k,
+        identity,
+        out.whitening,
+        out.unwhitening,
+    );
     Ok(FitInfo {
         n_samples: m.n_samples(),
         effective_rank,
         max_eigenvalue,
     })
+}
+
+/// `whitening[i][j] = sum_l B[i][l] u_l[j] / sqrt(lambda_l)` and
+/// `unwhitening[j][i] = sum_l u_l[j] sqrt(lambda_l) B[i][l]`, summed over `l` in order from
+/// `0.0`. When `identity` says `B = I` (PCA, no rotation) every term but `l = i` is a signed zero,
+/// which leaves a sum started at `+0.0` unchanged, so the sum is `0.0 + u_i[j] / sqrt(lambda_i)`:
+/// the same bits in O(K D) instead of O(K^2 D) (half a second at K = D = 768).
+#[allow(clippy::too_many_arguments)]
+fn write_matrices<T: Float>(
+    basis: &[f64],
+    vectors: &[f64],
+    sqrt_values: &[f64],
+    d: usize,
+    k: usize,
+    identity: bool,
+    whitening: &mut [T],
+    unwhitening: &mut [T],
+) {
+    for (i, brow) in basis.chunks_exact(k).enumerate().take(k) {
+        for j in 0..d {
+            let (w, u) = if identity {
+                let v = vectors[i * d + j];
+                let r = sqrt_values[i];
+                (0.0 + v / r, 0.0 + v * r)
+            } else {
+                let (mut w, mut u) = (0.0, 0.0);
+                for (l, (b, r)) in brow.iter().zip(sqrt_values.iter()).enumerate() {
+                    let v = b * vectors[l * d + j];
+                    w += v / r;
+                    u += v * r;
+                }
+                (w, u)
+            };
+            whitening[i * d + j] = T::from_f64(w);
+            unwhitening[j * k + i] = T::from_f64(u);
+        }
+    }
 }
 
 /// Fits into separate parts with a flat [`workspace_len`] workspace (for the FastICA model).
@@ -623,5 +657,42 @@ impl<'a, T: Float> WhitenerBuf<'a, T> {
             explained_variance: self.explained_variance,
             info: self.info,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::write_matrices;
+
+    /// The shortcut for `B = I` gives the bits of the full sum, signed zeros included.
+    #[test]
+    fn identity_shortcut_gives_the_bits_of_the_full_sum() {
+        let (d, k) = (7, 5);
+        let mut vectors: [f64; 49] = core::array::from_fn(|i| {
+            let x = libm::sin(i as f64 * 1.7) * 1e3;
+            if i % 6 == 0 { -x } else { x }
+        });
+        vectors[3] = -0.0;
+        vectors[9] = 0.0;
+        let sqrt_values: [f64; 7] = core::array::from_fn(|i| 1e-3 + i as f64 * 3.3);
+        let mut basis = [0.0; 25];
+        for i in 0..k {
+            basis[i * k + i] = 1.0;
+        }
+        let run = |identity| {
+            let (mut w, mut u) = ([0.0f64; 35], [0.0f64; 35]);
+            write_matrices(
+                &basis,
+                &vectors,
+                &sqrt_values,
+                d,
+                k,
+                identity,
+                &mut w,
+                &mut u,
+            );
+            (w.map(f64::to_bits), u.map(f64::to_bits))
+        };
+        assert_eq!(run(true), run(false));
     }
 }
