@@ -191,7 +191,7 @@ impl Outputs {
     }
 
     /// Writes a `.npy` output.
-    pub fn write_npy<T: npyz::AutoSerialize + Copy>(
+    pub fn write_npy<T: npyz::AutoSerialize + Copy + 'static>(
         &mut self,
         flag: &str,
         m: &crate::io::Matrix<T>,
