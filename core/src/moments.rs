@@ -201,6 +201,7 @@ struct State<'s> {
 }
 
 impl State<'_> {
+    #[cfg_attr(target_arch = "x86_64", inline(always))] // into the CLI's AVX2 code (harness simd.rs)
     fn accumulate<T: Float>(self, rows: &[T]) -> Result<()> {
         let d = self.d;
         check_rows(rows, d, *self.n)?;
