@@ -21,13 +21,7 @@ pub fn sym_decorrelation(w: &mut [f64], k: usize, ws: &mut [f64]) -> Result<()> 
     let (values, rest) = rest.split_at_mut(k);
     let (work, rest) = rest.split_at_mut(k);
     let (p, tmp) = rest.split_at_mut(k * k);
-    for i in 0..k {
-        for j in i..k {
-            let v = dot(&w[i * k..(i + 1) * k], &w[j * k..(j + 1) * k]);
-            m[i * k + j] = v;
-            m[j * k + i] = v;
-        }
-    }
+    gram_upper(&w[..k * k], k, m);
     symmetric_eigen(m, k, values, work)?;
     // P = sum_l v_l v_l' / sqrt(s_l)
     p.fill(0.0);
@@ -40,16 +34,50 @@ pub fn sym_decorrelation(w: &mut [f64], k: usize, ws: &mut [f64]) -> Result<()> 
             }
         }
     }
-    for i in 0..k {
-        for j in 0..k {
-            tmp[i * k + j] = (0..k).map(|l| p[i * k + l] * w[l * k + j]).sum();
+    // tmp = P W, row by row: each entry summed over l in order from -0.0 (as `Iterator::sum`),
+    // the inner loop running along contiguous rows of W (it vectorises).
+    for (trow, prow) in tmp.chunks_exact_mut(k).zip(p.chunks_exact(k)).take(k) {
+        trow.fill(-0.0);
+        for (a, wrow) in prow.iter().zip(w.chunks_exact(k)) {
+            for (t, x) in trow.iter_mut().zip(wrow) {
+                *t += *a * *x;
+            }
         }
     }
-    w[..k * k].copy_from_slice(tmp);
+    w[..k * k].copy_from_slice(&tmp[..k * k]);
     if w[..k * k].iter().any(|v| !v.is_finite()) {
         return Err(Error::Overflow);
     }
     Ok(())
+}
+
+/// `m = w w'` (`k x k`, both triangles): each entry is [`dot`]'s sum (over `l` in order, from
+/// `-0.0`), four entries of a row at a time so that their additions overlap. The same bits as a
+/// `dot` per entry, in about a quarter of the time (a lone `dot` waits on each addition).
+fn gram_upper(w: &[f64], k: usize, m: &mut [f64]) {
+    for i in 0..k {
+        let wi = &w[i * k..(i + 1) * k];
+        let mut j = i;
+        while j + 4 <= k {
+            let rows = &w[j * k..(j + 4) * k];
+            let mut acc = [-0.0f64; 4];
+            for (l, a) in wi.iter().enumerate() {
+                for (q, s) in acc.iter_mut().enumerate() {
+                    *s += *a * rows[q * k + l];
+                }
+            }
+            for (q, v) in acc.into_iter().enumerate() {
+                m[i * k + j + q] = v;
+                m[(j + q) * k + i] = v;
+            }
+            j += 4;
+        }
+        for j in j..k {
+            let v = dot(wi, &w[j * k..(j + 1) * k]);
+            m[i * k + j] = v;
+            m[j * k + i] = v;
+        }
+    }
 }
 
 /// Checks that `w` (`k x k`) is usable as a start: every row nonzero and `W W'` not singular
@@ -140,6 +168,68 @@ pub fn gram_schmidt(w: &mut [f64], rows: &[f64], k: usize) {
         let p = dot(w, prev);
         for (x, y) in w.iter_mut().zip(prev) {
             *x -= p * y;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The decorrelation as it was written before its loops were reordered: a `dot` per entry
+    /// of `W W'`, an iterator sum per entry of `P W`.
+    fn reference(w: &mut [f64], k: usize) {
+        let mut m = [0.0; 400];
+        let (mut values, mut work) = ([0.0; 20], [0.0; 20]);
+        for i in 0..k {
+            for j in i..k {
+                let v = dot(&w[i * k..(i + 1) * k], &w[j * k..(j + 1) * k]);
+                m[i * k + j] = v;
+                m[j * k + i] = v;
+            }
+        }
+        symmetric_eigen(&mut m[..k * k], k, &mut values[..k], &mut work[..k]).unwrap();
+        let mut p = [0.0; 400];
+        for (l, v) in m[..k * k].chunks_exact(k).enumerate() {
+            let inv = 1.0 / libm::sqrt(values[l].max(f64::MIN_POSITIVE));
+            for i in 0..k {
+                let vi = v[i] * inv;
+                for j in 0..k {
+                    p[i * k + j] += vi * v[j];
+                }
+            }
+        }
+        let mut tmp = [0.0; 400];
+        for i in 0..k {
+            for j in 0..k {
+                tmp[i * k + j] = (0..k).map(|l| p[i * k + l] * w[l * k + j]).sum();
+            }
+        }
+        w[..k * k].copy_from_slice(&tmp[..k * k]);
+    }
+
+    #[test]
+    fn reordered_loops_give_the_same_bits() {
+        for k in [1, 3, 4, 7, 20] {
+            let mut w = [0.0; 400];
+            for (i, v) in w[..k * k].iter_mut().enumerate() {
+                *v = libm::sin(i as f64 * 0.7 + 0.3) + if i % (k + 1) == 0 { 2.0 } else { 0.0 };
+            }
+            if k > 3 {
+                w[1] = -0.0;
+                w[k + 2] = 0.0;
+            }
+            let mut expected = w;
+            reference(&mut expected, k);
+            let mut ws = [0.0; 3 * 400 + 40];
+            sym_decorrelation(&mut w[..k * k], k, &mut ws).unwrap();
+            for (i, (a, b)) in w[..k * k].iter().zip(&expected[..k * k]).enumerate() {
+                assert_eq!(
+                    a.to_bits(),
+                    b.to_bits(),
+                    "k = {k}, entry {i}: {a:e} vs {b:e}"
+                );
+            }
         }
     }
 }
