@@ -3,6 +3,7 @@
     python3 -m venv /tmp/refvenv && /tmp/refvenv/bin/pip install -r harness/reference/requirements.txt
     /tmp/refvenv/bin/python benches/peers/compare.py
     /tmp/refvenv/bin/python benches/peers/compare.py --embedding   # N x D up to 1e5 x 768 (slow)
+    /tmp/refvenv/bin/python benches/peers/compare.py --whiten      # unmix whiten against numpy
 
 Writes the data to target/peer-data/, times the peers with timeit (median of several runs), runs the
 criterion bench `peers` on the same files, and prints both and their ratio. Everything runs on one
@@ -141,11 +142,47 @@ def embedding(repeat=3):
                   f"| {np_white:5.2f} / {u_white:5.2f} s | {rate:5.1f}")
 
 
+def whitening(repeat=5):
+    """`unmix whiten` (the whole process: load, moments, eigh, transform, self-check, write)
+    against numpy's in-process centre + covariance + eigh + transform, and numpy with the same
+    load and save as the process, at the embedding sizes (K = D), 1 and 2 threads. The median of
+    `repeat` runs of each, interleaved, so that a change of load hits both sides."""
+    subprocess.run(["cargo", "build", "--release", "-p", "harness"], cwd=ROOT, check=True)
+    rng = np.random.default_rng(0)
+    sizes = [(20_000, 256), (100_000, 64)]
+    if os.environ.get("UNMIX_WHITEN_SIZES"):  # e.g. "20000x256,100000x64"
+        sizes = [tuple(int(v) for v in s.split("x")) for s in os.environ["UNMIX_WHITEN_SIZES"].split(",")]
+    print(f"{'N x D':>12} thr | numpy in-process | numpy load+save | unmix process "
+          f"| unmix / numpy in-process")
+    for n, d in sizes:
+        x = rng.laplace(size=(n, d)) @ rng.standard_normal((d, d)).T
+        xp, zp = DATA / f"white_{n}_{d}.npy", DATA / "white_z.npy"
+        np.save(xp, x)
+
+        def numpy_whiten(x):
+            xc = x - x.mean(axis=0)
+            vals, vecs = np.linalg.eigh(xc.T @ xc / n)
+            return xc @ (vecs[:, ::-1] / np.sqrt(vals[::-1]))
+
+        for threads in (1, 2):
+            t_np, t_io, t_u = [], [], []
+            with threadpool_limits(limits=threads):
+                for _ in range(repeat):
+                    t_np.append(timeit.timeit(lambda: numpy_whiten(x), number=1))
+                    t_io.append(timeit.timeit(lambda: np.save(zp, numpy_whiten(np.load(xp))), number=1))
+                    t_u.append(unmix_process(["whiten", "--input", str(xp), "--output", str(zp)], threads))
+            a, b, c = (sorted(t)[len(t) // 2] for t in (t_np, t_io, t_u))
+            print(f"{n:>6} x {d:>3} {threads:>3} | {a:14.3f} s | {b:13.3f} s | {c:11.3f} s | {c / a:5.2f}")
+
+
 if __name__ == "__main__":
     import sys
 
     if "--embedding" in sys.argv:
         DATA.mkdir(parents=True, exist_ok=True)
         embedding()
+    elif "--whiten" in sys.argv:
+        DATA.mkdir(parents=True, exist_ok=True)
+        whitening()
     else:
         main()
