@@ -107,27 +107,17 @@ impl Kernel for CliKernel {
         // Bounds that make the raw reads and writes below stay inside the slices.
         let (w, z) = (&w[..k * k], &z[..(k - 1) * stride + n]);
         let y = &mut y[..(k - 1) * stride + n];
-        // SAFETY: A = w is k x k (row stride k), B = z is k x n (row stride `stride`), C = y is
-        // k x n (row stride `stride`): every element touched lies in the slices checked above,
-        // and C does not alias A or B (distinct borrows).
-        unsafe {
-            matrixmultiply::dgemm(
-                k,
-                k,
-                n,
-                1.0,
-                w.as_ptr(),
-                k as isize,
-                1,
-                z.as_ptr(),
-                stride as isize,
-                1,
-                0.0,
-                y.as_mut_ptr(),
-                stride as isize,
-                1,
-            );
+        if k < SPLIT_MIN_K {
+            return unmix_rows(w, k, k, z, y, stride, n);
         }
+        // Output rows 0..h and h..k (h < k); h depends on k only.
+        let h = split_rows(k);
+        let (y0, y1) = y.split_at_mut(h * stride);
+        let (w0, w1) = w.split_at(h * k);
+        rayon::join(
+            || unmix_rows(w0, h, k, z, y0, stride, n),
+            || unmix_rows(w1, k - h, k, z, y1, stride, n),
+        );
     }
     #[inline(always)]
     fn gram_block(&self, g: &[f64], z: &[f64], k: usize, stride: usize, n: usize, out: &mut [f64]) {
@@ -136,27 +126,96 @@ impl Kernel for CliKernel {
         }
         let (g, z) = (&g[..(k - 1) * stride + n], &z[..(k - 1) * stride + n]);
         let out = &mut out[..k * k];
-        // SAFETY: A = g is k x n (row stride `stride`), B = z' is n x k (element (r, j) at
-        // j * stride + r), C = out is k x k (row stride k): all within the slices checked above,
-        // C distinct from A and B.
-        unsafe {
-            matrixmultiply::dgemm(
-                k,
-                n,
-                k,
-                1.0,
-                g.as_ptr(),
-                stride as isize,
-                1,
-                z.as_ptr(),
-                1,
-                stride as isize,
-                1.0,
-                out.as_mut_ptr(),
-                k as isize,
-                1,
-            );
+        if k < SPLIT_MIN_K {
+            return gram_rows(g, k, z, k, stride, n, out);
         }
+        let h = split_rows(k);
+        let (o0, o1) = out.split_at_mut(h * k);
+        let (g0, g1) = g.split_at(h * stride);
+        rayon::join(
+            || gram_rows(g0, h, z, k, stride, n, o0),
+            || gram_rows(g1, k - h, z, k, stride, n, o1),
+        );
+    }
+}
+
+/// From this many components the CLI's pass products are two GEMMs, one per half of the output
+/// rows, that an idle thread of the pool can take ([`rayon::join`]): a pass has one chunk of 4096
+/// rows per thread at most, so at 2e4 rows (5 chunks) one thread would otherwise run the last
+/// chunk alone. The split depends on `k` only, never on the thread count, and each output is
+/// the same GEMM arithmetic whoever runs it: the bits do not depend on the threads.
+pub const SPLIT_MIN_K: usize = 64;
+
+/// The first half's output rows, for `k >= SPLIT_MIN_K`: half of `k` rounded up to a multiple
+/// of 8 (whole register tiles of the GEMM), below `k`.
+fn split_rows(k: usize) -> usize {
+    (k / 2).next_multiple_of(8).min(k - 1)
+}
+
+/// `y (m x n, row stride `stride`) = w (m x k) z (k x n, row stride `stride`)`.
+fn unmix_rows(w: &[f64], m: usize, k: usize, z: &[f64], y: &mut [f64], stride: usize, n: usize) {
+    if m == 0 {
+        return;
+    }
+    let (w, z, y) = (
+        &w[..m * k],
+        &z[..(k - 1) * stride + n],
+        &mut y[..(m - 1) * stride + n],
+    );
+    // SAFETY: A = w is m x k (row stride k), B = z is k x n (row stride `stride`), C = y is
+    // m x n (row stride `stride`): every element touched lies in the slices checked above, and C
+    // does not alias A or B (distinct borrows).
+    unsafe {
+        matrixmultiply::dgemm(
+            m,
+            k,
+            n,
+            1.0,
+            w.as_ptr(),
+            k as isize,
+            1,
+            z.as_ptr(),
+            stride as isize,
+            1,
+            0.0,
+            y.as_mut_ptr(),
+            stride as isize,
+            1,
+        );
+    }
+}
+
+/// `out (m x k, row stride k) += g (m x n, row stride `stride`) z' (n x k)`, `z` being k x n.
+#[allow(clippy::too_many_arguments)]
+fn gram_rows(g: &[f64], m: usize, z: &[f64], k: usize, stride: usize, n: usize, out: &mut [f64]) {
+    if m == 0 {
+        return;
+    }
+    let (g, z, out) = (
+        &g[..(m - 1) * stride + n],
+        &z[..(k - 1) * stride + n],
+        &mut out[..m * k],
+    );
+    // SAFETY: A = g is m x n (row stride `stride`), B = z' is n x k (element (r, j) at
+    // j * stride + r), C = out is m x k (row stride k): all within the slices checked above, C
+    // distinct from A and B.
+    unsafe {
+        matrixmultiply::dgemm(
+            m,
+            n,
+            k,
+            1.0,
+            g.as_ptr(),
+            stride as isize,
+            1,
+            z.as_ptr(),
+            1,
+            stride as isize,
+            1.0,
+            out.as_mut_ptr(),
+            k as isize,
+            1,
+        );
     }
 }
 

@@ -157,8 +157,9 @@ fn write_mixed(path: &Path, n: usize, d: usize) {
     harness::io::write_npy(path, &harness::io::Matrix::new(n, d, x).unwrap()).unwrap();
 }
 
-/// The GEMM kernel (k >= 16) and the portable one agree to 1e-12 relative on the sources of
-/// converged fits (parallel and deflation, f64, k = 16 to 48). (Runs that do not converge, e.g.
+/// The GEMM kernel (k >= 16; from k = 64 split in two halves of the output) and the portable one
+/// agree to 1e-12 relative on the sources of converged fits (parallel and deflation, f64, k = 16
+/// to 64). (Runs that do not converge, e.g.
 /// the digits at k = 20, follow chaotic paths on which any rounding grows to O(1), whatever the
 /// kernel: they hit max_iter at different points.)
 #[test]
@@ -180,7 +181,12 @@ fn gemm_and_portable_kernels_agree_to_1e_12() {
         .collect();
     let r = relative_difference(&white[0], &white[1]);
     assert!(r < 1e-12, "whitening, k = 40: differs by {r:e}");
-    for (algorithm, k) in [("parallel", 16), ("parallel", 48), ("deflation", 24)] {
+    for (algorithm, k) in [
+        ("parallel", 16),
+        ("parallel", 48),
+        ("parallel", 64),
+        ("deflation", 24),
+    ] {
         let x = d.join(format!("x{k}.npy"));
         write_mixed(&x, 6000, k);
         let mut outputs = Vec::new();
@@ -217,5 +223,59 @@ fn gemm_and_portable_kernels_agree_to_1e_12() {
         let r = relative_difference(&outputs[0], &outputs[1]);
         assert!(r < 1e-12, "{algorithm} k = {k}: sources differ by {r:e}");
         eprintln!("{algorithm} k = {k}: GEMM vs portable sources differ by {r:.1e} relative");
+    }
+}
+
+/// The GEMM paths (moments from 16 features, transforms and pass products from 16 components,
+/// the pass products split in halves from 64) give the same bytes on 1, 2 and 3 threads:
+/// `whiten` and `fit` on 9000 rows (3 chunks) of 64 features.
+#[test]
+fn gemm_paths_do_not_depend_on_the_thread_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let x = d.join("x64.npy");
+    write_mixed(&x, 9000, 64);
+    let x = x.to_str().unwrap();
+    let mut results = Vec::new();
+    for threads in ["1", "2", "3"] {
+        let (z, m, s) = (d.join("z.npy"), d.join("m.json"), d.join("s.npy"));
+        let (zs, ms, ss) = (
+            z.to_str().unwrap(),
+            m.to_str().unwrap(),
+            s.to_str().unwrap(),
+        );
+        run(
+            &["whiten", "--input", x, "--threads", threads, "--output", zs],
+            false,
+        );
+        run(
+            &[
+                "fit",
+                "--input",
+                x,
+                "--max-iter",
+                "30",
+                "--tol",
+                "0",
+                "--random-state",
+                "2",
+                "--threads",
+                threads,
+                "--model",
+                ms,
+                "--sources",
+                ss,
+            ],
+            false,
+        );
+        results.push([z, m, s].map(|p| std::fs::read(p).unwrap()));
+    }
+    for (threads, r) in ["2", "3"].iter().zip(&results[1..]) {
+        for (name, (a, b)) in ["whitened", "model", "sources"]
+            .iter()
+            .zip(results[0].iter().zip(r))
+        {
+            assert!(a == b, "{name}: {threads} threads differ from 1");
+        }
     }
 }

@@ -12,7 +12,7 @@
 //! `UNMIX_SIMD=portable` run), `core_avx2` the same code compiled for AVX2 through
 //! `harness::simd::fastest` (the CLI's path for the core's loops), `gemm` the CLI's
 //! matrixmultiply products (`harness::moments::GemmMoments`, `harness::simd::centred_product`,
-//! `harness::simd::CliKernel::Gemm`). No `target-cpu=native`: the run-time dispatch picks the
+//! `harness::simd::CliKernel::Gemm`), all on a rayon pool of one thread. No `target-cpu=native`: the run-time dispatch picks the
 //! instruction set (matrixmultiply's FMA kernel under valgrind, which lacks AVX-512).
 
 use harness::moments::GemmMoments;
@@ -97,6 +97,12 @@ fn pass_gemm(w: &[f64], k: usize, z: &[f64]) -> Vec<f64> {
 }
 
 fn main() {
+    // One worker: the CLI kernel's halves (`rayon::join` from k = 64) then run on this thread,
+    // so each count is all of its kernel's work.
+    harness::fastica::pool(1).unwrap().install(run);
+}
+
+fn run() {
     let args: Vec<usize> = std::env::args()
         .skip(1)
         .map(|a| a.parse().expect("N D"))
