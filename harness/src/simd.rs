@@ -59,9 +59,10 @@ pub const GEMM_MIN_K: usize = 16;
 /// [`Portable`] kernel below that or with `UNMIX_SIMD=portable`.
 ///
 /// Fused multiply-adds and a different summation order change the last bits, so results then
-/// differ from the portable build's (by about 1e-15 relative per product; `tests/simd.rs` checks
-/// that every cross-check fixture agrees to 1e-12). They never depend on the thread count: each
-/// block is one product in a fixed order.
+/// differ from the portable build's (by about 1e-15 relative per product; `tests/simd.rs` and
+/// `tests/simd_fixtures.rs` check agreement to 1e-12 on synthetic fits and on every cross-check
+/// fixture). They never depend on the thread count: each block is one product (two from
+/// [`SPLIT_MIN_K`], over halves of the output fixed by `k`) in a fixed order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CliKernel {
     /// The core's kernel: the no_std core's bits.
