@@ -121,8 +121,14 @@ impl<T: GemmFloat> Executor<T> for PoolExecutor<'_, T> {
     }
 }
 
+/// Rows per piece of [`map_rows`]: a row-wise map has no reduction to keep in order, so pieces
+/// smaller than a [`CHUNK`] balance the threads better (2e4 rows are 20 pieces, not 5 chunks).
+/// A multiple of the transforms' GEMM blocks (256 rows), so that the products, hence the bits,
+/// are the same for any piece size and thread count.
+pub const MAP_ROWS: usize = 1024;
+
 /// Applies `f` to row-chunks of `x` (width `in_w`) writing `out` (width `out_w`) on `pool`, in
-/// [`CHUNK`]-row pieces; an error names its row counted from the start of `x`.
+/// [`MAP_ROWS`]-row pieces; an error names its row counted from the start of `x`.
 pub fn map_rows<T: Float + Send + Sync>(
     pool: &rayon::ThreadPool,
     x: &[T],
@@ -133,8 +139,8 @@ pub fn map_rows<T: Float + Send + Sync>(
 ) -> unmix::Result<()> {
     let (in_w, out_w) = (in_w.max(1), out_w.max(1));
     pool.install(|| {
-        x.par_chunks(CHUNK * in_w)
-            .zip(out.par_chunks_mut(CHUNK * out_w))
+        x.par_chunks(MAP_ROWS * in_w)
+            .zip(out.par_chunks_mut(MAP_ROWS * out_w))
             .enumerate()
             .try_for_each(|(index, (xi, oi))| {
                 crate::simd::fastest(
@@ -143,7 +149,7 @@ pub fn map_rows<T: Float + Send + Sync>(
                 )
                 .map_err(|e| match e {
                     unmix::Error::NonFinite { row, col } => unmix::Error::NonFinite {
-                        row: row + (index * CHUNK) as u64,
+                        row: row + (index * MAP_ROWS) as u64,
                         col,
                     },
                     other => other,

@@ -315,5 +315,7 @@ pub fn centred_product<T: GemmFloat>(
     Ok(())
 }
 
-/// Rows per product of [`centred_product`]: 256 centred rows (1.5 MB at 768 f64 features).
-const TRANSFORM_BLOCK_ROWS: usize = 256;
+/// Rows per product of [`centred_product`]: 256 centred rows (1.5 MB at 768 f64 features). It
+/// divides [`crate::fastica::MAP_ROWS`], so that the products are the same for any split.
+pub const TRANSFORM_BLOCK_ROWS: usize = 256;
+const _: () = assert!(crate::fastica::MAP_ROWS % TRANSFORM_BLOCK_ROWS == 0);
