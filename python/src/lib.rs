@@ -43,6 +43,10 @@ fn rows<'a, T: numpy::Element>(
     a: &'a PyReadonlyArray2<'_, T>,
 ) -> PyResult<(&'a [T], usize, usize)> {
     let (n, d) = (a.shape()[0], a.shape()[1]);
+    // `as_slice` accepts Fortran order too, whose rows are not contiguous: refuse it.
+    if !a.is_c_contiguous() {
+        return Err(PyValueError::new_err("the array must be C-contiguous"));
+    }
     let s = a
         .as_slice()
         .map_err(|_| PyValueError::new_err("the array must be C-contiguous"))?;

@@ -16,7 +16,7 @@ def as_rows(X, *, name="X", estimator=None, min_samples=1):
     """
     if hasattr(X, "dtype") and np.iscomplexobj(X):
         raise ValueError(f"{name}: complex data are not supported")
-    return check_array(
+    X = check_array(
         X,
         accept_sparse=False,
         dtype=FLOATS,
@@ -27,6 +27,7 @@ def as_rows(X, *, name="X", estimator=None, min_samples=1):
         estimator=estimator,
         input_name=name,
     )
+    return np.require(X, requirements=["C", "A"])
 
 
 def check_threads(n_threads):

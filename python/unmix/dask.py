@@ -71,15 +71,30 @@ def aligned_rows(X):
     return X.rechunk({0: tuple(b - a for a, b in zip(bounds, bounds[1:])), 1: -1})
 
 
+def _aligned(a):
+    """C order and aligned: arrays deserialised by distributed can be unaligned views, which the
+    extension refuses."""
+    return np.require(a, requirements=["C", "A"])
+
+
+def _spec(spec):
+    if "w" in spec:
+        spec = dict(spec, w=_aligned(spec["w"]))
+    return spec
+
+
+def _segment(seg):
+    return [(level, index, _aligned(p)) for level, index, p in seg]
+
+
 def _block(spec, x, first, whitener, k):
-    x = np.ascontiguousarray(x)
     if whitener is None:
-        return _unmix.pass_block(spec, x, first)
-    return _unmix.pass_block(spec, x, first, whitener, k)
+        return _unmix.pass_block(_spec(spec), _aligned(x), first)
+    return _unmix.pass_block(_spec(spec), _aligned(x), first, _aligned(whitener), k)
 
 
 def _combine(spec, a, b):
-    return _unmix.pass_combine(spec, a, b)
+    return _unmix.pass_combine(_spec(spec), _segment(a), _segment(b))
 
 
 class _Runner:
@@ -108,7 +123,7 @@ class _Runner:
             ]
         self.passes += 1
         (seg,) = dask.compute(segs[0])
-        return seg
+        return _segment(seg)
 
 
 class FastICA(_fastica.FastICA):
@@ -164,14 +179,14 @@ class FastICA(_fastica.FastICA):
 
 
 def _map(x, model, d, k, inverse):
-    x = np.ascontiguousarray(x)
+    x = _aligned(x)
     if inverse:
-        return _unmix.fastica_inverse(model, d, k, x, 1)
-    return _unmix.fastica_transform(model, d, k, x, 1)
+        return _unmix.fastica_inverse(_aligned(model), d, k, x, 1)
+    return _unmix.fastica_transform(_aligned(model), d, k, x, 1)
 
 
 def _map_whiten(x, storage, d, k, inverse):
-    return _unmix.whitener_transform(storage, d, k, np.ascontiguousarray(x), inverse, 1)
+    return _unmix.whitener_transform(_aligned(storage), d, k, _aligned(x), inverse, 1)
 
 
 class Whitener(_whitener.Whitener):
