@@ -26,8 +26,12 @@ use crate::whiten::WhitenerView;
 /// A partial result is `partial_len()` `f64` values, zeroed before its first rows. An executor
 /// splits the rows into pieces, each starting at a multiple of [`CHUNK`] rows from the first row
 /// of the pass (the last may be shorter), feeds each piece to [`accumulate`](Self::accumulate)
-/// on some partial (the same partial may take consecutive pieces), and folds the partials into
-/// the total with [`merge`](Self::merge) in row order. Any such split gives the same bits.
+/// on some partial (the same partial may take consecutive pieces of one chunk), and folds the
+/// partials into the total with [`merge`](Self::merge) in row order. Any such split gives the
+/// bits of one sequential pass as long as each partial holds at most one chunk: a partial fed
+/// several chunks sums them before they reach the total, which changes the last bits (a few
+/// sums by an ulp). Another fixed order is as deterministic: the Python package merges the
+/// chunks' partials over a fixed binary tree, the same wherever each node is computed.
 pub trait Pass<T>: Sync {
     /// `f64` elements of a partial result.
     fn partial_len(&self) -> usize;
