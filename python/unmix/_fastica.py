@@ -170,7 +170,7 @@ class FastICA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         whiten, alpha = _options(self)
         threads = check_threads(self.n_threads)
         X = validate_data(self, X, dtype=FLOATS, order="C", ensure_min_samples=2, reset=True)
-        X = as_rows(X, estimator=self, min_samples=2)
+        X = np.require(X, requirements=["C", "A"])
         n, d = X.shape
         k = _n_components(self, n, d)
         w = _w_init(self, k, X.dtype)
@@ -189,7 +189,7 @@ class FastICA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         """Sources of X: ``(X - mean_) @ components_.T`` (no centring when whiten=False)."""
         check_is_fitted(self, "_model")
         X = validate_data(self, X, dtype=FLOATS, order="C", reset=False)
-        X = np.ascontiguousarray(X, dtype=self._model.dtype)
+        X = np.require(X, dtype=self._model.dtype, requirements=["C", "A"])
         return _unmix.fastica_transform(self._model, self._d, self._k, X, check_threads(self.n_threads))
 
     def inverse_transform(self, X, copy=True):

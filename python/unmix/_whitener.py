@@ -81,7 +81,7 @@ class Whitener(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator)
         seed = _whiten_options(self)
         threads = check_threads(self.n_threads)
         X = validate_data(self, X, dtype=FLOATS, order="C", ensure_min_samples=2, reset=True)
-        X = as_rows(X, estimator=self, min_samples=2)
+        X = np.require(X, requirements=["C", "A"])
         d = X.shape[1]
         k = _components(self, d)
         r = _unmix.whitener_fit(X, k, self.method, self.rotation, seed, int(self.ddof),
@@ -92,7 +92,7 @@ class Whitener(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator)
     def transform(self, X):
         check_is_fitted(self, "_storage")
         X = validate_data(self, X, dtype=FLOATS, order="C", reset=False)
-        X = np.ascontiguousarray(X, dtype=self._storage.dtype)
+        X = np.require(X, dtype=self._storage.dtype, requirements=["C", "A"])
         return _unmix.whitener_transform(self._storage, self._d, self._k, X, False,
                                          check_threads(self.n_threads))
 

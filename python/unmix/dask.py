@@ -122,7 +122,7 @@ class _Runner:
                 for i in range(0, len(segs), 2)
             ]
         self.passes += 1
-        (seg,) = dask.compute(segs[0])
+        (seg,) = dask.compute(segs[0], optimize_graph=False)
         return _segment(seg)
 
 
