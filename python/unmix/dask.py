@@ -4,8 +4,9 @@ The fit is the core's one driver, running in this process; each pass it asks for
 to the workers as plain data (the core's ``PassSpec``: the kind of pass, the unmixing ``W``, the
 contrast, and for passes over white rows the ``K x D`` whitener). Each block of rows is reduced
 on its worker to a few partial sums, the rows whitened chunk by chunk on the fly, and a binary
-tree of ``combine`` tasks merges the partials in row order. So a worker holds one block plus
-O(K D + K^2 log(chunks)) numbers, and the data are never gathered.
+tree of ``combine`` tasks merges the partials in row order. So a worker holds one block, the
+whitener, one chunk of white rows and O(log(chunks)) partials (D^2 numbers each for the
+moments, O(K^2) for the iterations), and the data are never gathered.
 
 Blocks must span all features (chunked along rows only). Row blocks that are multiples of
 ``unmix.CHUNK`` (4096) rows are used as they are; other row chunkings are first rechunked to
