@@ -121,3 +121,31 @@ def test_inputs_are_not_copied_or_modified():
     before = x.copy()
     unmix.FastICA(random_state=0).fit(x).transform(x)
     assert np.array_equal(x, before)
+
+
+def test_the_gil_is_released_during_a_fit():
+    """Another Python thread runs while a fit is in Rust: were the GIL held, the main thread's
+    sleep could only end once the fit had returned."""
+    import threading
+    import time
+
+    _, x = mixed(n=400_000, k=16, seed=11)
+    est = unmix.FastICA(w_init=np.eye(16), n_threads=1, max_iter=30, tol=0.0)
+    started, times = threading.Event(), {}
+
+    def fit():
+        started.set()
+        times["start"] = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est.fit(x)
+        times["end"] = time.perf_counter()
+
+    th = threading.Thread(target=fit)
+    th.start()
+    started.wait()
+    time.sleep(0.05)
+    woke = time.perf_counter()
+    th.join()
+    assert times["end"] - times["start"] > 0.3, "the fit is too short to tell"
+    assert woke < times["end"] - 0.1
