@@ -28,6 +28,12 @@ pub trait Contrast: Sync {
             *d = dg;
         }
     }
+    /// The built-in contrast this is, if it is one: what lets a pass be described as plain
+    /// data ([`PassSpec`](crate::ica::PassSpec)) and run in another process. A user contrast
+    /// keeps the default `None`.
+    fn kind(&self) -> Option<ContrastKind> {
+        None
+    }
 }
 
 /// `g(u) = tanh(alpha u)`, the default (scikit-learn's `logcosh`).
@@ -59,6 +65,9 @@ impl Default for LogCosh {
 }
 
 impl Contrast for LogCosh {
+    fn kind(&self) -> Option<ContrastKind> {
+        Some(ContrastKind::LogCosh(*self))
+    }
     #[inline(always)]
     fn eval(&self, u: f64) -> (f64, f64) {
         let t = fastmath::tanh(self.alpha * u);
@@ -85,6 +94,9 @@ impl Contrast for LogCosh {
 pub struct Exp;
 
 impl Contrast for Exp {
+    fn kind(&self) -> Option<ContrastKind> {
+        Some(ContrastKind::Exp)
+    }
     #[inline(always)]
     fn eval(&self, u: f64) -> (f64, f64) {
         let u2 = u * u;
@@ -98,6 +110,9 @@ impl Contrast for Exp {
 pub struct Cube;
 
 impl Contrast for Cube {
+    fn kind(&self) -> Option<ContrastKind> {
+        Some(ContrastKind::Cube)
+    }
     #[inline(always)]
     fn eval(&self, u: f64) -> (f64, f64) {
         let u2 = u * u;
@@ -130,6 +145,9 @@ impl Default for ContrastKind {
 }
 
 impl Contrast for ContrastKind {
+    fn kind(&self) -> Option<ContrastKind> {
+        Some(*self)
+    }
     #[inline(always)]
     fn eval(&self, u: f64) -> (f64, f64) {
         match self {

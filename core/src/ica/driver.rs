@@ -13,7 +13,7 @@
 
 use crate::error::{Error, Result, prefix_mut};
 use crate::float::Float;
-use crate::ica::contrast::Contrast;
+use crate::ica::contrast::{Contrast, ContrastKind};
 use crate::ica::kernel::Kernel;
 use crate::ica::options::{Algorithm, IcaInfo, IcaOptions};
 use crate::ica::stats::{CHUNK, DeflationStats, ParallelStats, SourceStats};
@@ -26,8 +26,12 @@ use crate::whiten::WhitenerView;
 /// A partial result is `partial_len()` `f64` values, zeroed before its first rows. An executor
 /// splits the rows into pieces, each starting at a multiple of [`CHUNK`] rows from the first row
 /// of the pass (the last may be shorter), feeds each piece to [`accumulate`](Self::accumulate)
-/// on some partial (the same partial may take consecutive pieces), and folds the partials into
-/// the total with [`merge`](Self::merge) in row order. Any such split gives the same bits.
+/// on some partial (the same partial may take consecutive pieces of one chunk), and folds the
+/// partials into the total with [`merge`](Self::merge) in row order. Any such split gives the
+/// bits of one sequential pass as long as each partial holds at most one chunk: a partial fed
+/// several chunks sums them before they reach the total, which changes the last bits (a few
+/// sums by an ulp). Another fixed order is as deterministic: the Python package merges the
+/// chunks' partials over a fixed binary tree, the same wherever each node is computed.
 pub trait Pass<T>: Sync {
     /// `f64` elements of a partial result.
     fn partial_len(&self) -> usize;
@@ -36,6 +40,152 @@ pub trait Pass<T>: Sync {
     fn accumulate(&self, partial: &mut [f64], first: u64, rows: &[T]) -> Result<()>;
     /// Adds `next`, the partial result of the rows that follow those of `total`, to `total`.
     fn merge(&self, total: &mut [f64], next: &[f64]) -> Result<()>;
+    /// The pass as plain data, so that another process can rebuild it ([`PassSpec::pass`]) and
+    /// run its [`accumulate`](Self::accumulate) and [`merge`](Self::merge) with the same bits.
+    /// `None` (the default) when it cannot be described, e.g. with a user contrast.
+    fn spec(&self) -> Option<PassSpec<'_>> {
+        None
+    }
+}
+
+/// What a pass computes, as plain data: its kind, its width and its parameters (the unmixing
+/// `w`, the built-in contrast). An executor whose rows live in other processes (the Python
+/// package's Dask executor) ships a spec, rebuilds the pass there with [`PassSpec::pass`] on the
+/// same [`Kernel`] and runs it on the rows it holds; the partial results are the bits the
+/// original pass gives on the same rows.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum PassSpec<'a> {
+    /// [`MomentsPass`] over `d` input features.
+    Moments {
+        /// Input features.
+        d: usize,
+    },
+    /// [`ParallelPass`] at the unmixing `w` (`k x k`, row-major).
+    Parallel {
+        /// Components.
+        k: usize,
+        /// Unmixing, `k x k`.
+        w: &'a [f64],
+        /// The contrast.
+        contrast: ContrastKind,
+    },
+    /// [`DeflationPass`] for the unit vector `w` (`k`).
+    Deflation {
+        /// Components.
+        k: usize,
+        /// The row being fitted, `k`.
+        w: &'a [f64],
+        /// The contrast.
+        contrast: ContrastKind,
+    },
+    /// [`SourcePass`] at the unmixing `w` (`k x k`).
+    Source {
+        /// Components.
+        k: usize,
+        /// Unmixing, `k x k`.
+        w: &'a [f64],
+    },
+}
+
+impl<'a> PassSpec<'a> {
+    /// Which rows the pass runs over: [`Rows::Input`] for the moments, else [`Rows::White`].
+    pub fn rows(&self) -> Rows {
+        match self {
+            PassSpec::Moments { .. } => Rows::Input,
+            _ => Rows::White,
+        }
+    }
+    /// The width of its rows: `d` for the moments, else `k`.
+    pub fn width(&self) -> usize {
+        match *self {
+            PassSpec::Moments { d } => d,
+            PassSpec::Parallel { k, .. }
+            | PassSpec::Deflation { k, .. }
+            | PassSpec::Source { k, .. } => k,
+        }
+    }
+    /// The pass this describes, its products on `kernel` (which must be the kernel of the pass
+    /// described for the same bits). Checks the sizes as the passes' constructors do.
+    pub fn pass<K: Kernel>(self, kernel: K) -> Result<SpecPass<'a, K>> {
+        // Check once here, so that the dispatching methods cannot fail on shapes.
+        match self {
+            PassSpec::Moments { d } => {
+                MomentsPass::new(d)?;
+            }
+            PassSpec::Parallel { k, w, .. } | PassSpec::Source { k, w } => check_len(w, k * k)?,
+            PassSpec::Deflation { k, w, .. } => check_len(w, k)?,
+        }
+        if let PassSpec::Parallel {
+            contrast: ContrastKind::LogCosh(c),
+            ..
+        }
+        | PassSpec::Deflation {
+            contrast: ContrastKind::LogCosh(c),
+            ..
+        } = self
+        {
+            crate::ica::contrast::LogCosh::new(c.alpha())?;
+        }
+        Ok(SpecPass { spec: self, kernel })
+    }
+}
+
+/// The pass a [`PassSpec`] describes ([`PassSpec::pass`]): each method builds the described pass
+/// and calls it, so its partials are that pass's bits.
+#[derive(Clone, Copy, Debug)]
+pub struct SpecPass<'a, K> {
+    spec: PassSpec<'a>,
+    kernel: K,
+}
+
+impl<'a, K: Kernel> SpecPass<'a, K> {
+    /// The description.
+    pub fn spec(&self) -> PassSpec<'a> {
+        self.spec
+    }
+}
+
+/// Evaluates `$body` with `$p` bound to the pass `$self` describes (one arm per kind, so that
+/// each is inlined into the caller's code, e.g. the CLI's AVX2 instance).
+macro_rules! with_pass {
+    ($self:ident, $p:ident => $body:expr) => {
+        match $self.spec {
+            PassSpec::Moments { d } => {
+                let $p = MomentsPass::new(d)?;
+                $body
+            }
+            PassSpec::Parallel { k, w, contrast } => {
+                let $p = ParallelPass::new(w, k, &contrast, $self.kernel)?;
+                $body
+            }
+            PassSpec::Deflation { k, w, contrast } => {
+                let $p = DeflationPass::new(w, k, &contrast)?;
+                $body
+            }
+            PassSpec::Source { k, w } => {
+                let $p = SourcePass::new(w, k, $self.kernel)?;
+                $body
+            }
+        }
+    };
+}
+
+impl<T: Float, K: Kernel> Pass<T> for SpecPass<'_, K> {
+    fn partial_len(&self) -> usize {
+        let len = || -> Result<usize> { Ok(with_pass!(self, p => Pass::<T>::partial_len(&p))) };
+        // `PassSpec::pass` checked the shapes, so the pass builds.
+        len().unwrap_or(0)
+    }
+    #[cfg_attr(target_arch = "x86_64", inline(always))] // into the caller's AVX2 code
+    fn accumulate(&self, partial: &mut [f64], first: u64, rows: &[T]) -> Result<()> {
+        with_pass!(self, p => p.accumulate(partial, first, rows))
+    }
+    fn merge(&self, total: &mut [f64], next: &[f64]) -> Result<()> {
+        with_pass!(self, p => Pass::<T>::merge(&p, total, next))
+    }
+    fn spec(&self) -> Option<PassSpec<'_>> {
+        Some(self.spec)
+    }
 }
 
 /// Which rows a pass runs over.
@@ -184,6 +334,9 @@ impl<T: Float> Pass<T> for MomentsPass {
         partial[0] = acc.as_ref().n_samples() as f64;
         Ok(())
     }
+    fn spec(&self) -> Option<PassSpec<'_>> {
+        Some(PassSpec::Moments { d: self.d })
+    }
     fn merge(&self, total: &mut [f64], next: &[f64]) -> Result<()> {
         let next = self.view(next)?;
         let d = self.d;
@@ -260,6 +413,13 @@ impl<T: Float, C: Contrast, K: Kernel> Pass<T> for ParallelPass<'_, C, K> {
     fn merge(&self, total: &mut [f64], next: &[f64]) -> Result<()> {
         merge_sums(total, next, self.k * self.k + self.k)
     }
+    fn spec(&self) -> Option<PassSpec<'_>> {
+        Some(PassSpec::Parallel {
+            k: self.k,
+            w: self.w,
+            contrast: self.contrast.kind()?,
+        })
+    }
 }
 
 /// Merges partials laid out as `[rows | Sums (total, partial) of len | ...]`: the same
@@ -315,6 +475,13 @@ impl<T: Float, C: Contrast> Pass<T> for DeflationPass<'_, C> {
     fn merge(&self, total: &mut [f64], next: &[f64]) -> Result<()> {
         merge_sums(total, next, self.k + 1)
     }
+    fn spec(&self) -> Option<PassSpec<'_>> {
+        Some(PassSpec::Deflation {
+            k: self.k,
+            w: self.w,
+            contrast: self.contrast.kind()?,
+        })
+    }
 }
 
 /// Power sums of the sources `y = W z` ([`SourceStats`]), unmixed on kernel `K`.
@@ -358,6 +525,12 @@ impl<T: Float, K: Kernel> Pass<T> for SourcePass<'_, K> {
     }
     fn merge(&self, total: &mut [f64], next: &[f64]) -> Result<()> {
         merge_sums(total, next, 4 * self.k)
+    }
+    fn spec(&self) -> Option<PassSpec<'_>> {
+        Some(PassSpec::Source {
+            k: self.k,
+            w: self.w,
+        })
     }
 }
 

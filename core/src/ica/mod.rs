@@ -43,7 +43,8 @@ pub mod update;
 pub use canonical::canonicalize;
 pub use contrast::{Contrast, ContrastKind, Cube, Exp, LogCosh};
 pub use driver::{
-    DeflationPass, Executor, InMemory, MomentsPass, ParallelPass, Pass, Rows, SourcePass,
+    DeflationPass, Executor, InMemory, MomentsPass, ParallelPass, Pass, PassSpec, Rows, SourcePass,
+    SpecPass,
 };
 pub use kernel::{Kernel, Portable};
 pub use model::{

@@ -7,8 +7,9 @@
 //! # Determinism across chunkings and threads
 //! Rows are summed into a partial sum that is folded into the total every [`CHUNK`] rows, counted
 //! from the first row of the pass. The result is therefore the same bits however the caller splits
-//! the rows into `accumulate` calls. Partial results that each start at a multiple of `CHUNK` rows
-//! (one per thread, say) and are merged in row order give the same bits as one sequential pass.
+//! the rows into `accumulate` calls. Partial results of one chunk each (one per thread, say),
+//! merged in row order, give the same bits as one sequential pass; partials of several chunks
+//! each sum their chunks first, which changes the last bits.
 
 use crate::error::{Error, Result, prefix_mut};
 use crate::float::Float;
