@@ -301,24 +301,7 @@ fn fastica_transform<'py>(
     x: &Bound<'py, PyAny>,
     n_threads: usize,
 ) -> PyResult<Bound<'py, PyAny>> {
-    macro_rules! go {
-        ($a:expr, $t:ty) => {{
-            let m: PyReadonlyArray1<'py, $t> = model
-                .extract()
-                .map_err(|_| PyTypeError::new_err("X must have the model's dtype"))?;
-            let view = FastIcaView::from_parts(d, k, slice1(&m)?, IcaInfo::default())
-                .map_err(value_error)?;
-            width($a.shape()[1], d, "X")?;
-            Ok(map_model(py, &$a, k, n_threads, |xi, si| {
-                harness::fastica::sources_of(&view, xi, si)
-            })?
-            .into_any())
-        }};
-    }
-    match data(x, "X")? {
-        Data::F32(a) => go!(a, f32),
-        Data::F64(a) => go!(a, f64),
-    }
+    fastica_apply(py, model, d, k, x, n_threads, false)
 }
 
 /// Samples from sources `s` (`n x k`) under a model.
@@ -331,6 +314,20 @@ fn fastica_inverse<'py>(
     s: &Bound<'py, PyAny>,
     n_threads: usize,
 ) -> PyResult<Bound<'py, PyAny>> {
+    fastica_apply(py, model, d, k, s, n_threads, true)
+}
+
+/// The rows of `x` mapped by a model: to sources (`n x d` -> `n x k`), or back when `inverse`.
+fn fastica_apply<'py>(
+    py: Python<'py>,
+    model: &Bound<'py, PyAny>,
+    d: usize,
+    k: usize,
+    x: &Bound<'py, PyAny>,
+    n_threads: usize,
+    inverse: bool,
+) -> PyResult<Bound<'py, PyAny>> {
+    let (width_in, width_out) = if inverse { (k, d) } else { (d, k) };
     macro_rules! go {
         ($a:expr, $t:ty) => {{
             let m: PyReadonlyArray1<'py, $t> = model
@@ -338,14 +335,18 @@ fn fastica_inverse<'py>(
                 .map_err(|_| PyTypeError::new_err("X must have the model's dtype"))?;
             let view = FastIcaView::from_parts(d, k, slice1(&m)?, IcaInfo::default())
                 .map_err(value_error)?;
-            width($a.shape()[1], k, "X")?;
-            Ok(map_model(py, &$a, d, n_threads, |si, xi| {
-                harness::simd::fastest(|| view.inverse_transform_rows(si, xi))
+            width($a.shape()[1], width_in, "X")?;
+            Ok(map_model(py, &$a, width_out, n_threads, |xi, oi| {
+                if inverse {
+                    harness::simd::fastest(|| view.inverse_transform_rows(xi, oi))
+                } else {
+                    harness::fastica::sources_of(&view, xi, oi)
+                }
             })?
             .into_any())
         }};
     }
-    match data(s, "X")? {
+    match data(x, "X")? {
         Data::F32(a) => go!(a, f32),
         Data::F64(a) => go!(a, f64),
     }
