@@ -6,30 +6,15 @@
 //! changes the last bits: there the two must agree to 1e-12 relative (here, and on every
 //! cross-check fixture in `tests/simd_fixtures.rs`).
 
+mod common;
+use common::run_simd;
 use std::path::Path;
-use std::process::Command;
-
-fn run(args: &[&str], portable: bool) {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_unmix"));
-    cmd.args(args);
-    if portable {
-        cmd.env("UNMIX_SIMD", "portable");
-    } else {
-        cmd.env_remove("UNMIX_SIMD");
-    }
-    let out = cmd.output().expect("run unmix");
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 /// Runs `args` (which write `outputs` in `dir`) both ways and compares every output's bytes.
 fn same_bytes(dir: &Path, args: &[&str], outputs: &[&str]) {
     let mut results = Vec::new();
     for portable in [true, false] {
-        run(args, portable);
+        run_simd(args, portable);
         results.push(
             outputs
                 .iter()
@@ -172,7 +157,7 @@ fn gemm_and_portable_kernels_agree_to_1e_12() {
         .map(|&portable| {
             let z = d.join(format!("z{portable}.npy"));
             let args = ["whiten", "--input", digits, "--n-components", "40"];
-            run(
+            run_simd(
                 &[&args[..], &["--output", z.to_str().unwrap()]].concat(),
                 portable,
             );
@@ -195,7 +180,7 @@ fn gemm_and_portable_kernels_agree_to_1e_12() {
                 d.join(format!("m{portable}.json")),
                 d.join(format!("s{portable}.npy")),
             );
-            run(
+            run_simd(
                 &[
                     "fit",
                     "--input",
@@ -244,11 +229,11 @@ fn gemm_paths_do_not_depend_on_the_thread_count() {
             m.to_str().unwrap(),
             s.to_str().unwrap(),
         );
-        run(
+        run_simd(
             &["whiten", "--input", x, "--threads", threads, "--output", zs],
             false,
         );
-        run(
+        run_simd(
             &[
                 "fit",
                 "--input",

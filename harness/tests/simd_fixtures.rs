@@ -15,26 +15,9 @@
 mod common;
 use common::*;
 use std::path::Path;
-use std::process::Command;
 use unmix::ica::{ContrastKind, WhitenMode};
 
 const RTOL: f64 = 1e-12;
-
-fn run(args: &[String], portable: bool) {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_unmix"));
-    cmd.args(args);
-    if portable {
-        cmd.env("UNMIX_SIMD", "portable");
-    } else {
-        cmd.env_remove("UNMIX_SIMD");
-    }
-    let out = cmd.output().expect("run unmix");
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 /// `max |a - b| / max |a|` (0 when both are all zeros).
 fn relative(a: &[f64], b: &[f64]) -> f64 {
@@ -85,7 +68,7 @@ fn compare(
             data_flag.into(),
             z.display().to_string(),
         ]);
-        run(&full, portable);
+        run_simd(&full, portable);
         models.push(read_json(&m));
         data.push(read_array(&z));
     }

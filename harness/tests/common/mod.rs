@@ -82,3 +82,21 @@ pub fn floats(v: &Value) -> Vec<f64> {
         .map(|x| x.as_f64().expect("a number"))
         .collect()
 }
+
+/// Runs `unmix args` on the fastest kernels for this CPU, or with `UNMIX_SIMD=portable` (the
+/// no_std core's bits), and asserts that it succeeded.
+pub fn run_simd<S: AsRef<std::ffi::OsStr> + std::fmt::Debug>(args: &[S], portable: bool) {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_unmix"));
+    cmd.args(args);
+    if portable {
+        cmd.env("UNMIX_SIMD", "portable");
+    } else {
+        cmd.env_remove("UNMIX_SIMD");
+    }
+    let out = cmd.output().expect("run unmix");
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
