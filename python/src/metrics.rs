@@ -151,7 +151,6 @@ fn py_alignment<'py>(
             )
         })
         .map_err(value_error)?;
-    let out = PyDict::new(py);
     let errors = |e: &alignment::Errors| -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
         d.set_item("permutation", e.permutation)?;
@@ -160,11 +159,8 @@ fn py_alignment<'py>(
         d.set_item("ica", e.ica)?;
         Ok(d)
     };
-    let n_ = &al.normalized;
-    out.set_item("permutation", n_.permutation)?;
-    out.set_item("rigid", n_.rigid)?;
-    out.set_item("linear", n_.linear)?;
-    out.set_item("ica", n_.ica)?;
+    // The normalised errors at the top level, beside the efficiency and the other scales.
+    let out = errors(&al.normalized)?;
     out.set_item("efficiency", al.efficiency)?;
     out.set_item("diameter", al.diameter)?;
     out.set_item("raw", errors(&al.raw)?)?;
