@@ -336,7 +336,7 @@ fn train_and_score(
 }
 
 /// Fisher-Yates with the core's seeded stream.
-fn shuffle(v: &mut [usize], normals: &mut Normals) {
+pub fn shuffle(v: &mut [usize], normals: &mut Normals) {
     for i in (1..v.len()).rev() {
         let j = normals.below(i as u64 + 1) as usize;
         v.swap(i, j);
@@ -477,13 +477,6 @@ fn check(
         if g.len() != x.rows {
             bail!("groups: {} values for {} rows of features", g.len(), x.rows);
         }
-        let n = distinct(g).len();
-        if n < 2 {
-            bail!(
-                "groups: a single group ({}); out-of-group AUROC holds whole groups out and needs at least two",
-                g.first().copied().unwrap_or_default()
-            );
-        }
     }
     if let Some(i) = x.data.iter().position(|v| !v.is_finite()) {
         bail!(
@@ -492,6 +485,24 @@ fn check(
             i / x.cols,
             i % x.cols
         );
+    }
+    check_targets(labels, groups, job)
+}
+
+/// Checks the labels, the groups and the options of [`concentration`] (not the features), so
+/// that a caller can fail before costly work; returns the classes.
+pub fn check_targets(
+    labels: &[i64],
+    groups: Option<&[i64]>,
+    job: &ConcentrationJob,
+) -> Result<Vec<i64>> {
+    if let Some(g) = groups {
+        if distinct(g).len() < 2 {
+            bail!(
+                "groups: a single group ({}); out-of-group AUROC holds whole groups out and needs at least two",
+                g.first().copied().unwrap_or_default()
+            );
+        }
     }
     let classes = distinct(labels);
     if classes.len() < 2 {

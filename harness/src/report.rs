@@ -4,15 +4,17 @@
 
 use crate::concentration::{self, Concentration, ConcentrationJob, Spread, TIE_RULE};
 use crate::demo::table::{TextTable, pm};
-use crate::fastica::{self, FitJob};
-use crate::io::{self, Matrix};
-use crate::pipeline::{WhitenJob, whiten};
+use crate::fastica::{self, PoolExecutor, map_rows};
+use crate::io::{self, Matrix, Table};
+use crate::pipeline;
 use crate::plot;
+use crate::simd::{CliKernel, GemmFloat, centred_product};
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use unmix::ica::{FastIcaOptions, WInit};
-use unmix::whiten::{Rotation, WhitenOptions};
+use unmix::ica::{self, FastIcaBuf, FastIcaOptions, WInit};
+use unmix::random::Normals;
+use unmix::whiten::{self, Rotation, WhitenOptions, WhitenerBuf, WhitenerView};
 
 /// The rows of the paper's tables.
 pub const ROWS: [&str; 4] = ["Base", "PCA", "PCA + ICA", "PCA + Rand"];
@@ -52,45 +54,156 @@ pub struct ReportArgs {
     /// Worker threads (default: all cores). Results do not depend on it.
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Rows the classifiers train and test on, at most: with more rows, a seeded sample
+    /// stratified by label (the whitening and FastICA are still fitted on every row).
+    #[arg(long, default_value_t = 100_000)]
+    pub max_rows: usize,
 }
 
-/// The four representations of `x` with `k` components: Base (x itself), PCA-whitened,
-/// PCA + FastICA (scikit-learn's defaults, start from `seed`) and PCA + a Haar-random rotation
-/// (from `seed`).
-pub fn representations(
-    x: &Matrix<f64>,
+/// The four representations of `x` with `k` components, on the rows `keep` (all rows when
+/// `None`): Base (x itself), PCA-whitened, PCA + FastICA (scikit-learn's defaults, start from
+/// `seed`) and PCA + a Haar-random rotation (from `seed`).
+///
+/// The whitening and FastICA are fitted on every row of `x`, whatever `keep` is: one moments
+/// pass serves both whiteners and FastICA (the same computation, hence the same bits, as
+/// `unmix whiten` and `unmix fit`), and only the kept rows are transformed, a block at a time,
+/// so that large inputs need no `n x k` copy per representation. Progress goes to stderr.
+pub fn representations<T: GemmFloat + serde::Serialize>(
+    x: &Matrix<T>,
     k: usize,
     seed: u64,
     threads: usize,
+    keep: Option<&[usize]>,
 ) -> Result<(Vec<Matrix<f64>>, Value)> {
-    let white = |rotation| {
-        whiten(
-            x,
-            &WhitenJob {
-                n_components: Some(k),
-                options: WhitenOptions {
-                    rotation,
-                    ..WhitenOptions::DEFAULT
-                },
-                threads,
-            },
-        )
+    let (d, opts) = (x.cols, FastIcaOptions::DEFAULT);
+    opts.check(d, k)?;
+    let pool = fastica::pool(threads)?;
+    let explain = |e: unmix::Error| match e {
+        unmix::Error::RankDeficient { rank, .. } if rank > 0 => {
+            anyhow::anyhow!(
+                "whitening failed: {e}; keep at most {rank} components (--n-components {rank})"
+            )
+        }
+        e => anyhow::Error::new(e).context("whitening failed"),
     };
-    let pca = white(Rotation::None)?.z;
-    let rand = white(Rotation::Random { seed })?.z;
-    let progress = |_: usize, _: f64| {};
-    let ica = fastica::fit(
-        x,
-        &FitJob {
-            n_components: Some(k),
-            options: FastIcaOptions::DEFAULT,
-            init: WInit::Seed(seed),
-            threads,
-            progress: &progress,
-        },
-    )?;
-    let info = json!({"n_iter": ica.info.n_iter, "converged": ica.info.converged, "last_change": ica.info.last_change});
-    Ok((vec![x.clone(), pca, ica.sources, rand], info))
+    let step = progress_spinner("report: moments (all rows)");
+    let m = pipeline::moments(x, &pool)?;
+    step.finish_and_clear();
+    let mut ws = vec![0.0; whiten::workspace_len(d, k)];
+    let mut pca_storage = vec![T::ZERO; whiten::storage_len(d, k)];
+    let mut pca = WhitenerBuf::new(d, k, &mut pca_storage)?;
+    pca.fit(m.view(), &opts.pca_options(), &mut ws)
+        .map_err(explain)?;
+    let mut rand_storage = vec![T::ZERO; whiten::storage_len(d, k)];
+    let mut rand = WhitenerBuf::new(d, k, &mut rand_storage)?;
+    let rotation = WhitenOptions {
+        rotation: Rotation::Random { seed },
+        ..opts.pca_options()
+    };
+    rand.fit(m.view(), &rotation, &mut ws).map_err(explain)?;
+
+    let kernel = CliKernel::for_this_cpu();
+    let mut ica_storage = vec![T::ZERO; ica::model_len(d, k)];
+    let mut ica = FastIcaBuf::new(d, k, &mut ica_storage)?;
+    let mut staging = vec![T::ZERO; ica::model_len(d, k)];
+    let mut ica_ws = vec![0.0; ica::white_fit_workspace_len_with(k, kernel)];
+    let bar = progress_bar(opts.ica.max_iter, "report: FastICA iterations");
+    let mut exec = PoolExecutor::new(&x.data, d, &pool);
+    let info = ica
+        .fit_white_with(
+            &pca.view(),
+            &mut exec,
+            kernel,
+            &opts,
+            WInit::Seed(seed),
+            &mut staging,
+            &mut ica_ws,
+            &mut |iteration, _| bar.set_position(iteration as u64),
+        )
+        .map_err(anyhow::Error::new)
+        .context("FastICA failed")?;
+    drop(exec); // its whitened copy of every row
+    bar.finish_and_clear();
+
+    let (pca, rand, ica) = (pca.view(), rand.view(), ica.view());
+    let whitened = |v: &WhitenerView<'_, T>, xi: &[T], zi: &mut [T]| {
+        centred_product(xi, d, v.mean(), v.whitening(), zi, k, |xi, zi| {
+            v.transform_rows(xi, zi)
+        })
+    };
+    let kept = keep.map_or(x.rows, <[usize]>::len);
+    let bar = progress_bar(kept.div_ceil(GATHER_ROWS), "report: transforms (kept rows)");
+    let mut reps = vec![Matrix::new(kept, d, vec![0.0; kept * d])?];
+    reps.extend(
+        (0..3)
+            .map(|_| Matrix::new(kept, k, vec![0.0; kept * k]))
+            .collect::<Result<Vec<_>>>()?,
+    );
+    let mut block = Vec::new();
+    let mut out = vec![T::ZERO; GATHER_ROWS.min(kept) * k];
+    for start in (0..kept).step_by(GATHER_ROWS) {
+        let end = (start + GATHER_ROWS).min(kept);
+        let rows: &[T] = match keep {
+            None => &x.data[start * d..end * d],
+            Some(idx) => {
+                block.clear();
+                for &r in &idx[start..end] {
+                    block.extend_from_slice(x.row(r));
+                }
+                &block
+            }
+        };
+        let to_f64 = |rep: &mut Matrix<f64>, values: &[T]| {
+            let w = rep.cols;
+            for (o, v) in rep.data[start * w..end * w].iter_mut().zip(values) {
+                *o = v.to_f64();
+            }
+        };
+        to_f64(&mut reps[0], rows);
+        let out = &mut out[..(end - start) * k];
+        map_rows(&pool, rows, d, out, k, |xi, zi| whitened(&pca, xi, zi))?;
+        to_f64(&mut reps[1], out);
+        map_rows(&pool, rows, d, out, k, |xi, si| {
+            fastica::sources_of(&ica, xi, si)
+        })?;
+        to_f64(&mut reps[2], out);
+        map_rows(&pool, rows, d, out, k, |xi, zi| whitened(&rand, xi, zi))?;
+        to_f64(&mut reps[3], out);
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    let info = json!({"n_iter": info.n_iter, "converged": info.converged, "last_change": info.last_change});
+    Ok((reps, info))
+}
+
+/// Kept rows transformed per block: a multiple of [`fastica::MAP_ROWS`], so that a row's
+/// values do not depend on the block (see there).
+const GATHER_ROWS: usize = 16 * fastica::MAP_ROWS;
+
+/// The rows the classifiers see: every row when there are at most `max_rows`, otherwise a
+/// seeded sample stratified by label (each class keeps its share, rounded down, and at least one
+/// row), in row order.
+pub fn scored_rows(labels: &[i64], max_rows: usize, seed: u64) -> Result<Option<Vec<usize>>> {
+    if max_rows == 0 {
+        bail!("--max-rows must be at least 1");
+    }
+    let n = labels.len();
+    if n <= max_rows {
+        return Ok(None);
+    }
+    let mut classes = labels.to_vec();
+    classes.sort_unstable();
+    classes.dedup();
+    let mut normals = Normals::new(seed ^ 0x726f_7773); // "rows"
+    let mut keep = Vec::with_capacity(max_rows + classes.len());
+    for class in classes {
+        let mut rows: Vec<usize> = (0..n).filter(|&r| labels[r] == class).collect();
+        let share = ((rows.len() as u128 * max_rows as u128) / n as u128) as usize;
+        concentration::shuffle(&mut rows, &mut normals);
+        keep.extend_from_slice(&rows[..share.max(1)]);
+    }
+    keep.sort_unstable();
+    Ok(Some(keep))
 }
 
 /// One row of the table.
@@ -140,6 +253,14 @@ pub fn score_rows(
         .collect::<Result<Vec<_>>>();
     bar.finish_and_clear();
     rows
+}
+
+/// A spinner on stderr for a step without a count (drawn only when stderr is a terminal).
+pub fn progress_spinner(what: &str) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new_spinner();
+    bar.set_message(what.to_string());
+    bar.enable_steady_tick(std::time::Duration::from_millis(200));
+    bar
 }
 
 /// The table: one line per row, mean +- spread over seeds.
@@ -225,9 +346,16 @@ pub fn threads(arg: Option<usize>) -> usize {
 }
 
 /// Runs `unmix report`: the table on stdout, figures in `--out`, every number in `--json`.
+/// `float32` embeddings stay `float32` until the kept rows' representations are taken.
 pub fn run(a: &ReportArgs) -> Result<()> {
+    match io::read_table(&a.embeddings)? {
+        Table::F32(x) => run_on(a, x),
+        Table::F64(x) => run_on(a, x),
+    }
+}
+
+fn run_on<T: GemmFloat + serde::Serialize>(a: &ReportArgs, x: Matrix<T>) -> Result<()> {
     let threads = threads(a.threads);
-    let x = io::read_table(&a.embeddings)?.to_f64();
     let name = a.embeddings.display();
     if let Some(i) = x.data.iter().position(|v| !v.is_finite()) {
         bail!(
@@ -237,49 +365,63 @@ pub fn run(a: &ReportArgs) -> Result<()> {
             i % x.cols
         );
     }
+    let (n, d) = (x.rows, x.cols);
     let labels = io::read_labels(&a.labels)?;
-    if labels.len() != x.rows {
+    if labels.len() != n {
         bail!(
-            "{}: {} labels for {} rows of {name}",
+            "{}: {} labels for {n} rows of {name}",
             a.labels.display(),
             labels.len(),
-            x.rows
         );
     }
     let groups = match &a.groups {
         Some(p) => {
             let g = io::read_labels(p)?;
-            if g.len() != x.rows {
-                bail!(
-                    "{}: {} groups for {} rows of {name}",
-                    p.display(),
-                    g.len(),
-                    x.rows
-                );
+            if g.len() != n {
+                bail!("{}: {} groups for {n} rows of {name}", p.display(), g.len());
             }
             Some(g)
         }
         None => None,
     };
-    let k = a.n_components.unwrap_or(x.cols);
+    let k = a.n_components.unwrap_or(d);
     let job = ConcentrationJob {
         top: a.top,
         random_state: a.random_state,
         n_seeds: a.seeds,
         ..ConcentrationJob::default()
     };
-    eprintln!("read {} x {} from {name}; {k} components", x.rows, x.cols);
-    let (reps, ica) =
-        representations(&x, k, a.random_state, threads).with_context(|| format!("{name}"))?;
+    // Before the costly fits: labels, groups and options.
+    concentration::check_targets(&labels, groups.as_deref(), &job)
+        .with_context(|| format!("{}", a.labels.display()))?;
+    let keep = scored_rows(&labels, a.max_rows, a.random_state)?;
+    let (labels, groups) = match &keep {
+        None => (labels, groups),
+        Some(rows) => (
+            rows.iter().map(|&r| labels[r]).collect(),
+            groups.map(|g| rows.iter().map(|&r| g[r]).collect()),
+        ),
+    };
+    let scored = labels.len();
+    eprintln!("read {n} x {d} from {name}; {k} components; trees on {scored} rows");
+    let (reps, ica) = representations(&x, k, a.random_state, threads, keep.as_deref())
+        .with_context(|| format!("{name}"))?;
+    drop(x); // the trees need only the kept rows' representations
     let rows = score_rows(&reps, &labels, groups.as_deref(), &job, "report: trees")
         .with_context(|| format!("{name} with labels {}", a.labels.display()))?;
     make_dir(&a.out)?;
     let figures = row_figures(&a.out, "", "report", &rows)?;
     let first = &rows[0].result;
     println!(
-        "{} samples, {} features, {k} components; mean ± std over {} seeds",
-        x.rows, x.cols, a.seeds
+        "{n} samples, {d} features, {k} components; mean ± std over {} seeds",
+        a.seeds
     );
+    if scored < n {
+        println!(
+            "The whitening and FastICA were fitted on all {n} rows; the trees train and test on a sample of {scored} rows, stratified by label (--max-rows {}).",
+            a.max_rows
+        );
+    }
     print!("{}", rows_table(&rows, groups.is_some()).render());
     println!(
         "- sparsity: Hoyer sparsity of the share of tree splits per feature (0 = all used equally, 1 = one feature)."
@@ -299,7 +441,11 @@ pub fn run(a: &ReportArgs) -> Result<()> {
             path,
             &json!({
                 "embeddings": a.embeddings, "labels": a.labels, "groups": a.groups,
-                "n_samples": x.rows, "n_features": x.cols, "n_components": k,
+                "n_samples": n, "n_features": d, "n_components": k,
+                "scored_rows": {
+                    "n": scored, "max_rows": a.max_rows,
+                    "rule": if scored < n { "a seeded sample stratified by label; whitening and FastICA fitted on all rows" } else { "all rows" },
+                },
                 "fastica": ica, "rows": rows_json(&rows, &job),
                 "figures": figures,
             }),
@@ -307,4 +453,32 @@ pub fn run(a: &ReportArgs) -> Result<()> {
         println!("json: {}", path.display());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scored_rows_keep_each_class_share_in_row_order() {
+        // 900 rows of class 0, 90 of class 7, 10 of class 3.
+        let labels: Vec<i64> = (0..1000)
+            .map(|i| match i % 100 {
+                0..=89 => 0,
+                90..=98 => 7,
+                _ => 3,
+            })
+            .collect();
+        assert_eq!(scored_rows(&labels, 1000, 1).unwrap(), None);
+        let keep = scored_rows(&labels, 100, 1).unwrap().unwrap();
+        let count = |c| keep.iter().filter(|&&r| labels[r] == c).count();
+        assert_eq!((count(0), count(7), count(3)), (90, 9, 1));
+        assert!(keep.windows(2).all(|w| w[0] < w[1]), "sorted, distinct");
+        assert_eq!(keep, scored_rows(&labels, 100, 1).unwrap().unwrap());
+        assert_ne!(keep, scored_rows(&labels, 100, 2).unwrap().unwrap());
+        // A class too small for its share still keeps one row.
+        let keep = scored_rows(&labels, 20, 1).unwrap().unwrap();
+        assert_eq!(keep.iter().filter(|&&r| labels[r] == 3).count(), 1);
+        assert!(scored_rows(&labels, 0, 1).is_err());
+    }
 }

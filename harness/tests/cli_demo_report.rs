@@ -195,6 +195,58 @@ fn report_gives_the_table_with_spread_figures_and_json() {
 }
 
 #[test]
+fn report_samples_the_rows_the_trees_see_and_fits_on_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let (x, y, g) = synthetic_files(dir.path(), 1200);
+    let run = |max_rows: &str, name: &str| {
+        let (out, json) = (
+            dir.path().join(name),
+            dir.path().join(format!("{name}.json")),
+        );
+        let stdout = run_ok(&[
+            "report",
+            "--embeddings",
+            &x,
+            "--labels",
+            &y,
+            "--groups",
+            &g,
+            "--n-components",
+            "8",
+            "--seeds",
+            "1",
+            "--max-rows",
+            max_rows,
+            "--out",
+            s(&out),
+            "--json",
+            s(&json),
+        ]);
+        (stdout, read_json(&json))
+    };
+    let (stdout, sampled) = run("500", "sampled");
+    assert!(
+        stdout.contains("fitted on all 1200 rows; the trees train and test on a sample of"),
+        "{stdout}"
+    );
+    let n = sampled["scored_rows"]["n"].as_u64().unwrap();
+    assert!((498..=502).contains(&n), "{n} rows kept for --max-rows 500");
+    let run0 = &sampled["rows"][0]["result"]["runs"][0];
+    assert_eq!(
+        run0["n_train"].as_u64().unwrap() + run0["n_test"].as_u64().unwrap(),
+        n
+    );
+    assert_eq!(sampled["n_samples"], 1200);
+    // At or above the row count nothing is sampled: every row is scored.
+    let (stdout, all) = run("1200", "all");
+    assert!(!stdout.contains("a sample of"), "{stdout}");
+    assert_eq!(all["scored_rows"]["n"], 1200);
+    assert_eq!(all["scored_rows"]["rule"], "all rows");
+    // The fits use every row either way: FastICA's iterations do not change with sampling.
+    assert_eq!(sampled["fastica"], all["fastica"]);
+}
+
+#[test]
 fn report_bad_inputs_are_clear_errors() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
@@ -249,6 +301,10 @@ fn report_bad_inputs_are_clear_errors() {
     call(
         report(&["--embeddings", &x, "--labels", &y, "--seeds", "0"]),
         "--seeds must be at least 1",
+    );
+    call(
+        report(&["--embeddings", &x, "--labels", &y, "--max-rows", "0"]),
+        "--max-rows must be at least 1",
     );
     assert!(!out.exists(), "nothing is written when the input is bad");
 }
