@@ -60,21 +60,37 @@ pub struct ReportArgs {
     pub max_rows: usize,
 }
 
-/// The four representations of `x` with `k` components, on the rows `keep` (all rows when
-/// `None`): Base (x itself), PCA-whitened, PCA + FastICA (scikit-learn's defaults, start from
-/// `seed`) and PCA + a Haar-random rotation (from `seed`).
-///
-/// The whitening and FastICA are fitted on every row of `x`, whatever `keep` is: one moments
-/// pass serves both whiteners and FastICA (the same computation, hence the same bits, as
-/// `unmix whiten` and `unmix fit`), and only the kept rows are transformed, a block at a time,
-/// so that large inputs need no `n x k` copy per representation. Progress goes to stderr.
+/// The four representations of `x` with `k` components, all rows, as `f64`: Base (x itself),
+/// PCA-whitened, PCA + FastICA (scikit-learn's defaults, start from `seed`) and PCA + a
+/// Haar-random rotation (from `seed`); see [`kept_representations`].
 pub fn representations<T: GemmFloat + serde::Serialize>(
     x: &Matrix<T>,
     k: usize,
     seed: u64,
     threads: usize,
-    keep: Option<&[usize]>,
 ) -> Result<(Vec<Matrix<f64>>, Value)> {
+    let (_, others, info) = kept_representations(x, k, seed, threads, None)?;
+    let mut reps = vec![x.map(|v| v.to_f64())];
+    reps.extend(others);
+    Ok((reps, info))
+}
+
+/// The representations of [`representations`] on the rows `keep` (all rows when `None`):
+/// Base's kept rows in the input's type when `keep` is given (so that a caller can drop the
+/// input before widening them; with `None`, Base is `x`), and PCA, PCA + ICA and PCA + Rand as
+/// `f64`, plus FastICA's iterations as JSON.
+///
+/// The whitening and FastICA are fitted on every row of `x`, whatever `keep` is: one moments
+/// pass serves both whiteners and FastICA (the same computation, hence the same bits, as
+/// `unmix whiten` and `unmix fit`), and only the kept rows are transformed, a block at a time,
+/// so that large inputs need no `n x k` copy per representation. Progress goes to stderr.
+pub fn kept_representations<T: GemmFloat + serde::Serialize>(
+    x: &Matrix<T>,
+    k: usize,
+    seed: u64,
+    threads: usize,
+    keep: Option<&[usize]>,
+) -> Result<(Option<Matrix<T>>, Vec<Matrix<f64>>, Value)> {
     let (d, opts) = (x.cols, FastIcaOptions::DEFAULT);
     opts.check(d, k)?;
     let pool = fastica::pool(threads)?;
@@ -133,12 +149,10 @@ pub fn representations<T: GemmFloat + serde::Serialize>(
     };
     let kept = keep.map_or(x.rows, <[usize]>::len);
     let bar = progress_bar(kept.div_ceil(GATHER_ROWS), "report: transforms (kept rows)");
-    let mut reps = vec![Matrix::new(kept, d, vec![0.0; kept * d])?];
-    reps.extend(
-        (0..3)
-            .map(|_| Matrix::new(kept, k, vec![0.0; kept * k]))
-            .collect::<Result<Vec<_>>>()?,
-    );
+    let mut base = Vec::with_capacity(if keep.is_some() { kept * d } else { 0 });
+    let mut reps = (0..3)
+        .map(|_| Matrix::new(kept, k, vec![0.0; kept * k]))
+        .collect::<Result<Vec<_>>>()?;
     let mut block = Vec::new();
     let mut out = vec![T::ZERO; GATHER_ROWS.min(kept) * k];
     for start in (0..kept).step_by(GATHER_ROWS) {
@@ -150,6 +164,7 @@ pub fn representations<T: GemmFloat + serde::Serialize>(
                 for &r in &idx[start..end] {
                     block.extend_from_slice(x.row(r));
                 }
+                base.extend_from_slice(&block);
                 &block
             }
         };
@@ -159,21 +174,24 @@ pub fn representations<T: GemmFloat + serde::Serialize>(
                 *o = v.to_f64();
             }
         };
-        to_f64(&mut reps[0], rows);
         let out = &mut out[..(end - start) * k];
         map_rows(&pool, rows, d, out, k, |xi, zi| whitened(&pca, xi, zi))?;
-        to_f64(&mut reps[1], out);
+        to_f64(&mut reps[0], out);
         map_rows(&pool, rows, d, out, k, |xi, si| {
             fastica::sources_of(&ica, xi, si)
         })?;
-        to_f64(&mut reps[2], out);
+        to_f64(&mut reps[1], out);
         map_rows(&pool, rows, d, out, k, |xi, zi| whitened(&rand, xi, zi))?;
-        to_f64(&mut reps[3], out);
+        to_f64(&mut reps[2], out);
         bar.inc(1);
     }
     bar.finish_and_clear();
     let info = json!({"n_iter": info.n_iter, "converged": info.converged, "last_change": info.last_change});
-    Ok((reps, info))
+    let base = match keep {
+        Some(_) => Some(Matrix::new(kept, d, base)?),
+        None => None,
+    };
+    Ok((base, reps, info))
 }
 
 /// Kept rows transformed per block: a multiple of [`fastica::MAP_ROWS`], so that a row's
@@ -404,9 +422,13 @@ fn run_on<T: GemmFloat + serde::Serialize>(a: &ReportArgs, x: Matrix<T>) -> Resu
     };
     let scored = labels.len();
     eprintln!("read {n} x {d} from {name}; {k} components; trees on {scored} rows");
-    let (reps, ica) = representations(&x, k, a.random_state, threads, keep.as_deref())
+    let (base, others, ica) = kept_representations(&x, k, a.random_state, threads, keep.as_deref())
         .with_context(|| format!("{name}"))?;
-    drop(x); // the trees need only the kept rows' representations
+    // The trees need only the kept rows' representations: drop the input before widening Base.
+    let base = base.unwrap_or(x);
+    let mut reps = vec![base.map(|v| v.to_f64())];
+    drop(base);
+    reps.extend(others);
     let rows = score_rows(&reps, &labels, groups.as_deref(), &job, "report: trees")
         .with_context(|| format!("{name} with labels {}", a.labels.display()))?;
     make_dir(&a.out)?;

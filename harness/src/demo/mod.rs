@@ -156,7 +156,6 @@ fn section_a(a: &DemoArgs, job: &ConcentrationJob, threads: usize) -> Result<Sec
         microscopy::N_FACTORS,
         a.random_state,
         threads,
-        None,
     )?;
     let mccs: Vec<f64> = reps
         .iter()
@@ -432,7 +431,7 @@ fn section_b(
         Err(e) => format!("{e:#}"),
     };
     let k = 20;
-    let (reps, ica) = representations(&xs, k, a.random_state, threads, None)?;
+    let (reps, ica) = representations(&xs, k, a.random_state, threads)?;
     let rows = score_rows(&reps, &labels, None, job, "b. digits: trees")?;
     let claims = table_claims("b", &rows);
     let text = format!(
