@@ -75,6 +75,10 @@ pub fn representations<T: GemmFloat + serde::Serialize>(
     Ok((reps, info))
 }
 
+/// What [`kept_representations`] gives: Base's kept rows (`None` when every row is kept: Base is
+/// the input), PCA, PCA + ICA and PCA + Rand on the kept rows, and FastICA's iterations.
+pub type Kept<T> = (Option<Matrix<T>>, Vec<Matrix<f64>>, Value);
+
 /// The representations of [`representations`] on the rows `keep` (all rows when `None`):
 /// Base's kept rows in the input's type when `keep` is given (so that a caller can drop the
 /// input before widening them; with `None`, Base is `x`), and PCA, PCA + ICA and PCA + Rand as
@@ -90,7 +94,7 @@ pub fn kept_representations<T: GemmFloat + serde::Serialize>(
     seed: u64,
     threads: usize,
     keep: Option<&[usize]>,
-) -> Result<(Option<Matrix<T>>, Vec<Matrix<f64>>, Value)> {
+) -> Result<Kept<T>> {
     let (d, opts) = (x.cols, FastIcaOptions::DEFAULT);
     opts.check(d, k)?;
     let pool = fastica::pool(threads)?;
