@@ -5,7 +5,8 @@
 //! microcontroller, chunk by chunk over threads, or shard by shard on a cluster.
 //!
 //! # Accuracy contract
-//! Sums are kept in `f64` whatever the data type, and never as raw sums of squares: rows are taken
+//! Sums are kept in [`Sum`] whatever the data type (`f64`; `f32` with the
+//! `f32-sums` feature), and never as raw sums of squares: rows are taken
 //! in blocks of [`BLOCK`], each block is centred on its own mean, and blocks are combined with the
 //! pairwise update of Chan, Golub and LeVeque (1979),
 //! `C = C_a + C_b + delta delta' n_a n_b / n`. The error is therefore relative to the spread of the
@@ -19,6 +20,7 @@
 
 use crate::error::{Error, Result, prefix_mut};
 use crate::float::Float;
+use crate::float::{Sum, smath};
 
 /// Rows per internal block. Fixed, so that results never depend on anything but the call sequence.
 pub const BLOCK: usize = 32;
@@ -27,20 +29,20 @@ pub const BLOCK: usize = 32;
 pub(crate) use crate::float::check_rows;
 
 /// Writes the mean of the `nb` rows of `rows` to `bmean` and the centred rows (as f64) to `block`.
-fn centre_block<T: Float>(rows: &[T], d: usize, nb: usize, bmean: &mut [f64], block: &mut [f64]) {
+fn centre_block<T: Float>(rows: &[T], d: usize, nb: usize, bmean: &mut [Sum], block: &mut [Sum]) {
     bmean.fill(0.0);
     for row in rows.chunks_exact(d).take(nb) {
         for (m, x) in bmean.iter_mut().zip(row) {
-            *m += x.to_f64();
+            *m += x.to_sum();
         }
     }
-    let inv = 1.0 / nb as f64;
+    let inv = 1.0 / nb as Sum;
     for m in bmean.iter_mut() {
         *m *= inv;
     }
     for (brow, row) in block.chunks_exact_mut(d).zip(rows.chunks_exact(d)).take(nb) {
         for ((b, x), m) in brow.iter_mut().zip(row).zip(bmean.iter()) {
-            *b = x.to_f64() - *m;
+            *b = x.to_sum() - *m;
         }
     }
 }
@@ -50,13 +52,13 @@ fn centre_block<T: Float>(rows: &[T], d: usize, nb: usize, bmean: &mut [f64], bl
 #[allow(clippy::too_many_arguments)]
 #[cfg_attr(target_arch = "x86_64", inline(always))] // into the CLI's AVX2 code (harness simd.rs)
 fn scatter(
-    com: &mut [f64],
-    bx: &[f64],
-    by: &[f64],
+    com: &mut [Sum],
+    bx: &[Sum],
+    by: &[Sum],
     nb: usize,
-    delta_x: &[f64],
-    delta_y: &[f64],
-    f: f64,
+    delta_x: &[Sum],
+    delta_y: &[Sum],
+    f: Sum,
     upper: bool,
 ) {
     let (nx, ny) = (delta_x.len(), delta_y.len());
@@ -78,7 +80,7 @@ fn scatter(
 }
 
 /// `s[i] += sum_r block[r][i]^2 + delta[i]^2 f`: one variable's centred sum of squares.
-fn diagonal(s: &mut [f64], block: &[f64], nb: usize, delta: &[f64], f: f64) {
+fn diagonal(s: &mut [Sum], block: &[Sum], nb: usize, delta: &[Sum], f: Sum) {
     let d = delta.len();
     for row in block.chunks_exact(d).take(nb) {
         for (acc, b) in s.iter_mut().zip(row) {
@@ -91,8 +93,8 @@ fn diagonal(s: &mut [f64], block: &[f64], nb: usize, delta: &[f64], f: f64) {
 }
 
 /// Moves `mean` to the combined mean of `n_a` samples at `mean` and `n_b` at `mean + delta`.
-fn shift_mean(mean: &mut [f64], delta: &[f64], n_b: u64, n: u64) {
-    let w = n_b as f64 / n as f64;
+fn shift_mean(mean: &mut [Sum], delta: &[Sum], n_b: u64, n: u64) {
+    let w = n_b as Sum / n as Sum;
     for (m, dl) in mean.iter_mut().zip(delta) {
         *m += dl * w;
     }
@@ -103,15 +105,15 @@ fn shift_mean(mean: &mut [f64], delta: &[f64], n_b: u64, n: u64) {
 pub struct MomentsRef<'a> {
     n: u64,
     d: usize,
-    mean: &'a [f64],
-    comoment: &'a [f64],
+    mean: &'a [Sum],
+    comoment: &'a [Sum],
 }
 
 impl<'a> MomentsRef<'a> {
     /// Reassembles a view from its parts, e.g. moments computed elsewhere and sent over a wire:
     /// `mean` has `d` elements and `comoment` is `d x d` row-major (only its upper triangle is
     /// read).
-    pub fn from_parts(n: u64, d: usize, mean: &'a [f64], comoment: &'a [f64]) -> Result<Self> {
+    pub fn from_parts(n: u64, d: usize, mean: &'a [Sum], comoment: &'a [Sum]) -> Result<Self> {
         if mean.len() != d {
             return Err(Error::DimensionMismatch {
                 expected: d,
@@ -132,7 +134,7 @@ impl<'a> MomentsRef<'a> {
         })
     }
     /// The comoment matrix, `d x d` row-major; only the upper triangle is maintained.
-    pub fn comoment_upper(&self) -> &'a [f64] {
+    pub fn comoment_upper(&self) -> &'a [Sum] {
         self.comoment
     }
     /// Samples accumulated.
@@ -144,21 +146,21 @@ impl<'a> MomentsRef<'a> {
         self.d
     }
     /// The mean of each feature (zeros before any sample).
-    pub fn mean(&self) -> &'a [f64] {
+    pub fn mean(&self) -> &'a [Sum] {
         self.mean
     }
     /// The centred sum of products `sum_t (x_ti - mean_i)(x_tj - mean_j)`.
-    pub fn comoment(&self, i: usize, j: usize) -> f64 {
+    pub fn comoment(&self, i: usize, j: usize) -> Sum {
         let (a, b) = if i <= j { (i, j) } else { (j, i) };
         self.comoment[a * self.d + b]
     }
     /// The comoment divided by `n - ddof`: ddof 0 is the maximum-likelihood covariance
     /// (scikit-learn's FastICA), ddof 1 the unbiased one (numpy's `cov`, scikit-learn's PCA).
-    pub fn covariance(&self, i: usize, j: usize, ddof: u32) -> Result<f64> {
+    pub fn covariance(&self, i: usize, j: usize, ddof: u32) -> Result<Sum> {
         Ok(self.comoment(i, j) / self.denominator(ddof)?)
     }
     /// Writes the full symmetric `d x d` covariance, row-major, to `out`.
-    pub fn covariance_into(&self, ddof: u32, out: &mut [f64]) -> Result<()> {
+    pub fn covariance_into(&self, ddof: u32, out: &mut [Sum]) -> Result<()> {
         let d = self.d;
         if out.len() < d * d {
             return Err(Error::BufferTooSmall {
@@ -176,28 +178,28 @@ impl<'a> MomentsRef<'a> {
         }
         Ok(())
     }
-    fn denominator(&self, ddof: u32) -> Result<f64> {
+    fn denominator(&self, ddof: u32) -> Result<Sum> {
         denominator(self.n, ddof)
     }
 }
 
 /// `n - ddof`, or an error when fewer than `max(2, ddof + 1)` samples were seen.
-fn denominator(n: u64, ddof: u32) -> Result<f64> {
+fn denominator(n: u64, ddof: u32) -> Result<Sum> {
     let needed = (u64::from(ddof) + 1).max(2);
     if n < needed {
         return Err(Error::TooFewSamples { n, needed });
     }
-    Ok((n - u64::from(ddof)) as f64)
+    Ok((n - u64::from(ddof)) as Sum)
 }
 
 /// The one implementation behind [`Moments`] and [`MomentsBuf`].
 struct State<'s> {
     n: &'s mut u64,
     d: usize,
-    mean: &'s mut [f64],
-    comoment: &'s mut [f64],
-    bmean: &'s mut [f64],
-    block: &'s mut [f64],
+    mean: &'s mut [Sum],
+    comoment: &'s mut [Sum],
+    bmean: &'s mut [Sum],
+    block: &'s mut [Sum],
 }
 
 impl State<'_> {
@@ -213,7 +215,7 @@ impl State<'_> {
             for (b, m) in self.bmean.iter_mut().zip(self.mean.iter()) {
                 *b -= *m;
             }
-            let f = *self.n as f64 * nb as f64 / n_new as f64;
+            let f = *self.n as Sum * nb as Sum / n_new as Sum;
             scatter(
                 self.comoment,
                 self.block,
@@ -245,7 +247,7 @@ impl State<'_> {
         for ((b, om), m) in self.bmean.iter_mut().zip(other.mean).zip(self.mean.iter()) {
             *b = om - m;
         }
-        let f = *self.n as f64 * other.n as f64 / n_new as f64;
+        let f = *self.n as Sum * other.n as Sum / n_new as Sum;
         for i in 0..d {
             let di = self.bmean[i] * f;
             for j in i..d {
@@ -280,10 +282,10 @@ impl State<'_> {
 #[derive(Clone, Debug)]
 pub struct Moments<const D: usize> {
     n: u64,
-    mean: [f64; D],
-    comoment: [[f64; D]; D],
-    bmean: [f64; D],
-    block: [[f64; D]; BLOCK],
+    mean: [Sum; D],
+    comoment: [[Sum; D]; D],
+    bmean: [Sum; D],
+    block: [[Sum; D]; BLOCK],
 }
 
 impl<const D: usize> Default for Moments<D> {
@@ -353,19 +355,19 @@ impl<const D: usize> Moments<D> {
 pub struct MomentsBuf<'a> {
     n: u64,
     d: usize,
-    mean: &'a mut [f64],
-    comoment: &'a mut [f64],
-    bmean: &'a mut [f64],
-    block: &'a mut [f64],
+    mean: &'a mut [Sum],
+    comoment: &'a mut [Sum],
+    bmean: &'a mut [Sum],
+    block: &'a mut [Sum],
 }
 
 impl<'a> MomentsBuf<'a> {
-    /// `f64` elements of storage needed for `d` features.
+    /// [`Sum`] elements of storage needed for `d` features.
     pub const fn buffer_len(d: usize) -> usize {
         d * d + (BLOCK + 2) * d
     }
     /// Takes `buffer_len(d)` elements of `buf` (zeroing them) for `d >= 1` features.
-    pub fn new(d: usize, buf: &'a mut [f64]) -> Result<Self> {
+    pub fn new(d: usize, buf: &'a mut [Sum]) -> Result<Self> {
         if d == 0 {
             return Err(Error::InvalidParameter(
                 "number of features must be at least 1",
@@ -377,7 +379,7 @@ impl<'a> MomentsBuf<'a> {
         Self::resume(d, buf, 0)
     }
     /// The moments of `n` samples already in `buf` (as another `MomentsBuf` left it).
-    pub(crate) fn resume(d: usize, buf: &'a mut [f64], n: u64) -> Result<Self> {
+    pub(crate) fn resume(d: usize, buf: &'a mut [Sum], n: u64) -> Result<Self> {
         let buf = prefix_mut(buf, Self::buffer_len(d))?;
         let (mean, rest) = buf.split_at_mut(d);
         let (comoment, rest) = rest.split_at_mut(d * d);
@@ -433,11 +435,11 @@ pub struct CrossMomentsRef<'a> {
     n: u64,
     dx: usize,
     dy: usize,
-    mean_x: &'a [f64],
-    mean_y: &'a [f64],
-    comoment: &'a [f64],
-    sxx: &'a [f64],
-    syy: &'a [f64],
+    mean_x: &'a [Sum],
+    mean_y: &'a [Sum],
+    comoment: &'a [Sum],
+    sxx: &'a [Sum],
+    syy: &'a [Sum],
 }
 
 impl<'a> CrossMomentsRef<'a> {
@@ -446,11 +448,11 @@ impl<'a> CrossMomentsRef<'a> {
         self.n
     }
     /// Means of `x` and of `y`.
-    pub fn means(&self) -> (&'a [f64], &'a [f64]) {
+    pub fn means(&self) -> (&'a [Sum], &'a [Sum]) {
         (self.mean_x, self.mean_y)
     }
     /// Writes the `dx x dy` cross-covariance `sum_t (x_t - mx)(y_t - my)' / (n - ddof)`.
-    pub fn cross_covariance_into(&self, ddof: u32, out: &mut [f64]) -> Result<()> {
+    pub fn cross_covariance_into(&self, ddof: u32, out: &mut [Sum]) -> Result<()> {
         let len = self.dx * self.dy;
         if out.len() < len {
             return Err(Error::BufferTooSmall {
@@ -466,10 +468,10 @@ impl<'a> CrossMomentsRef<'a> {
     }
     /// Writes the `dx x dy` Pearson correlations. A constant column is
     /// [`Error::ZeroVariance`] (columns of `x` first, then of `y`).
-    pub fn correlation_into(&self, out: &mut [f64]) -> Result<()> {
+    pub fn correlation_into(&self, out: &mut [Sum]) -> Result<()> {
         let out = prefix_mut(out, self.dx * self.dy)?;
         denominator(self.n, 0)?;
-        let zero = |s: &[f64], offset: usize| {
+        let zero = |s: &[Sum], offset: usize| {
             s.iter()
                 .position(|v| v.is_nan() || *v <= 0.0)
                 .map(|c| c + offset)
@@ -479,7 +481,7 @@ impl<'a> CrossMomentsRef<'a> {
         }
         for (i, row) in out.chunks_exact_mut(self.dy).enumerate() {
             for (j, o) in row.iter_mut().enumerate() {
-                let r = self.comoment[i * self.dy + j] / libm::sqrt(self.sxx[i] * self.syy[j]);
+                let r = self.comoment[i * self.dy + j] / smath::sqrt(self.sxx[i] * self.syy[j]);
                 *o = r.clamp(-1.0, 1.0);
             }
         }
@@ -505,24 +507,24 @@ pub struct CrossMomentsBuf<'a> {
     n: u64,
     dx: usize,
     dy: usize,
-    mean_x: &'a mut [f64],
-    mean_y: &'a mut [f64],
-    comoment: &'a mut [f64],
-    sxx: &'a mut [f64],
-    syy: &'a mut [f64],
-    bmean_x: &'a mut [f64],
-    bmean_y: &'a mut [f64],
-    block_x: &'a mut [f64],
-    block_y: &'a mut [f64],
+    mean_x: &'a mut [Sum],
+    mean_y: &'a mut [Sum],
+    comoment: &'a mut [Sum],
+    sxx: &'a mut [Sum],
+    syy: &'a mut [Sum],
+    bmean_x: &'a mut [Sum],
+    bmean_y: &'a mut [Sum],
+    block_x: &'a mut [Sum],
+    block_y: &'a mut [Sum],
 }
 
 impl<'a> CrossMomentsBuf<'a> {
-    /// `f64` elements of storage needed.
+    /// [`Sum`] elements of storage needed.
     pub const fn buffer_len(dx: usize, dy: usize) -> usize {
         dx * dy + (BLOCK + 3) * (dx + dy)
     }
     /// Takes `buffer_len(dx, dy)` elements of `buf` (zeroing them).
-    pub fn new(dx: usize, dy: usize, buf: &'a mut [f64]) -> Result<Self> {
+    pub fn new(dx: usize, dy: usize, buf: &'a mut [Sum]) -> Result<Self> {
         if dx == 0 || dy == 0 {
             return Err(Error::InvalidParameter(
                 "number of features must be at least 1",
@@ -576,7 +578,7 @@ impl<'a> CrossMomentsBuf<'a> {
             for (b, m) in self.bmean_y.iter_mut().zip(self.mean_y.iter()) {
                 *b -= *m;
             }
-            let f = self.n as f64 * nb as f64 / n_new as f64;
+            let f = self.n as Sum * nb as Sum / n_new as Sum;
             let (bx, by) = (&*self.block_x, &*self.block_y);
             scatter(
                 self.comoment,
@@ -624,7 +626,7 @@ impl<'a> CrossMomentsBuf<'a> {
         {
             *b = om - m;
         }
-        let f = self.n as f64 * other.n as f64 / n_new as f64;
+        let f = self.n as Sum * other.n as Sum / n_new as Sum;
         for (i, crow) in self.comoment.chunks_exact_mut(self.dy).enumerate() {
             let di = self.bmean_x[i] * f;
             let orow = &other.comoment[i * self.dy..(i + 1) * self.dy];
