@@ -276,8 +276,8 @@ impl State<'_> {
 /// ```
 ///
 /// # Memory
-/// `8 (2 + 2D + D^2 + BLOCK D)` bytes with [`BLOCK`] = 32 rows of scratch: 1224 bytes at
-/// D = 4. `new` is `const`, so it can live in a `static` (see [`FastIca`](crate::ica::FastIca)
+/// `8 + size_of::<Sum>() (2D + D^2 + BLOCK D)` bytes with [`BLOCK`] = 32 rows of scratch: 1224
+/// bytes at D = 4 ([`Sum`] = `f64`), 616 with the `f32-sums` feature. `new` is `const`, so it can live in a `static` (see [`FastIca`](crate::ica::FastIca)
 /// for one in a mutex).
 #[derive(Clone, Debug)]
 pub struct Moments<const D: usize> {

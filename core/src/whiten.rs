@@ -452,8 +452,9 @@ pub use crate::random::haar_orthogonal;
 /// ```
 ///
 /// # Memory
-/// `size_of::<T>() (D + 2KD + K)` bytes of model plus a 24-byte [`FitInfo`] (and padding): 184
-/// bytes for `Whitener<f32, 4, 4>`. Fitting also needs a [`WhitenWorkspace`].
+/// `size_of::<T>() (D + 2KD + K)` bytes of model plus a [`FitInfo`] (24 bytes with [`Sum`] =
+/// `f64`, 16 with `f32` on a 32-bit target): 184 (176) bytes for `Whitener<f32, 4, 4>` on a
+/// Cortex-M. Fitting also needs a [`WhitenWorkspace`].
 #[derive(Clone, Debug)]
 pub struct Whitener<T, const D: usize, const K: usize> {
     pub(crate) mean: [T; D],
@@ -466,8 +467,9 @@ pub struct Whitener<T, const D: usize, const K: usize> {
 /// The [`Sum`] workspace a [`Whitener`] fit needs (`D^2 + 2D + 2K^2` values).
 ///
 /// # Memory
-/// `8 (D^2 + 2D + 2K^2)` bytes: 448 at D = K = 4. Only the fit uses it: share it between
-/// fits, or drop it after.
+/// `size_of::<Sum>() (D^2 + 2D + 2K^2)` bytes: 448 at D = K = 4 (224 with the `f32-sums`
+/// feature). Only the fit uses it: share it between fits, or drop it after. FastICA's
+/// streaming fit takes a [`FastIcaWorkspace`](crate::ica::FastIcaWorkspace) beside it.
 #[derive(Clone, Debug)]
 pub struct WhitenWorkspace<const D: usize, const K: usize> {
     vectors: [[Sum; D]; D],

@@ -569,7 +569,7 @@ pub(crate) fn unmix_workspace_len_with<K: Kernel>(k: usize, kernel: K) -> usize 
     unmix_workspace_len_for(k, ParallelStats::buffer_len_with(k, kernel))
 }
 
-const fn unmix_workspace_len_for(k: usize, parallel_stats: usize) -> usize {
+pub(crate) const fn unmix_workspace_len_for(k: usize, parallel_stats: usize) -> usize {
     let p = 1 + parallel_stats;
     let d = 1 + DeflationStats::buffer_len(k);
     let stats = if p > d { p } else { d };

@@ -46,6 +46,60 @@ impl Kernel for Portable {
     }
 }
 
+/// The portable kernel with `ROWS` rows per block instead of [`Portable`]'s
+/// [`BLOCK_ROWS`](crate::ica::stats::BLOCK_ROWS) = 64: the block is most of a FastICA fit's
+/// workspace at small `K` (`(2K + 1) ROWS` values of the parallel pass), so firmware short of RAM
+/// takes fewer rows, and a host may take more.
+///
+/// `ROWS` must be a multiple of 4 (the register tile) dividing [`CHUNK`](crate::ica::CHUNK) =
+/// 4096, checked at compile time by [`new`](Self::new), the only constructor:
+///
+/// ```compile_fail
+/// let k = unmix::ica::PortableRows::<6>::new(); // not a multiple of 4: does not compile
+/// ```
+///
+/// # Bits
+/// Deterministic for a given `ROWS`, but the parallel pass's sums are grouped by block (each
+/// block's dot products are summed over four lanes, then added to the pass's partial), so a
+/// different `ROWS` gives results that differ in the last bits. `PortableRows::<64>` gives
+/// [`Portable`]'s bits exactly. The source pass ([`SourceStats`](crate::ica::SourceStats))
+/// sums row by row and does not depend on `ROWS`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PortableRows<const ROWS: usize>(());
+
+impl<const ROWS: usize> PortableRows<ROWS> {
+    /// The kernel; `ROWS` is checked at compile time (see the type's docs).
+    pub const fn new() -> Self {
+        const {
+            assert!(
+                ROWS >= LANES && ROWS % LANES == 0 && crate::ica::stats::CHUNK % ROWS == 0,
+                "ROWS must be a multiple of 4 that divides 4096"
+            )
+        };
+        Self(())
+    }
+}
+
+impl<const ROWS: usize> Default for PortableRows<ROWS> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<const ROWS: usize> Kernel for PortableRows<ROWS> {
+    fn block_rows(&self, _k: usize) -> usize {
+        ROWS
+    }
+    #[cfg_attr(target_arch = "x86_64", inline(always))]
+    fn unmix_block(&self, w: &[Sum], k: usize, z: &[Sum], y: &mut [Sum], stride: usize, n: usize) {
+        unmix_block(w, k, z, y, stride, n)
+    }
+    #[cfg_attr(target_arch = "x86_64", inline(always))]
+    fn gram_block(&self, g: &[Sum], z: &[Sum], k: usize, stride: usize, n: usize, out: &mut [Sum]) {
+        gram_block(g, z, k, stride, n, out)
+    }
+}
+
 /// Lanes per register tile: rows `r, r + 1, r + 2, r + 3` of the block.
 const LANES: usize = 4;
 

@@ -72,6 +72,19 @@ pub fn white_fit_workspace_len_with<K: Kernel>(k: usize, kernel: K) -> usize {
     )
 }
 
+/// [`Sum`] workspace [`FastIca::fit_white`] needs for `k` components on
+/// [`PortableRows`](crate::ica::PortableRows)`<rows>` (at `rows` = 64, on [`Portable`] too):
+/// `1 + 9k^2 + 8k + (2k + 1) rows`, the start and the sources' scales, the parallel pass's
+/// partial (`(2k + 1) rows` of it its block of rows held feature-major) and the update's
+/// decorrelation. [`FastIcaWorkspace`](crate::ica::FastIcaWorkspace) holds as much.
+pub const fn white_fit_workspace_len_rows(k: usize, rows: usize) -> usize {
+    white_fit_workspace_len_for(
+        k,
+        driver::unmix_workspace_len_for(k, crate::ica::stats::parallel_buffer_len_for(k, rows)),
+        1 + crate::ica::stats::source_buffer_len_for(k, rows) + 4 * k,
+    )
+}
+
 const fn white_fit_workspace_len_for(k: usize, unmix: usize, sources: usize) -> usize {
     (if unmix > sources { unmix } else { sources }) + k * k + 3 * k
 }
@@ -574,14 +587,25 @@ fn split_scratch<'s, T: Float>(
 /// ```
 ///
 /// # Memory
-/// The model is `size_of::<T>() (D + 4KD + K + K^2)` bytes plus the [`IcaInfo`] and the
-/// whitener's [`FitInfo`] (about 48 bytes with padding): 392 bytes for `FastIca<f32, 4, 4>`.
-/// [`fit`](Self::fit) needs [`fit_scratch_len`]`(n, D, K)` values of `T` (the whitened rows and
-/// a staging model) and [`fit_workspace_len`]`(D, K)` [`Sum`]s; [`fit_white`](Self::fit_white)
-/// needs [`model_len`]`(D, K)` values of `T` and [`white_fit_workspace_len`]`(K)` [`Sum`]s (6 KB
-/// at K = 4), most of it the parallel pass's block of
-/// [`BLOCK_ROWS`](crate::ica::stats::BLOCK_ROWS) = 64 rows held feature-major (`(2K + 1) 64`
-/// values, 4608 bytes at K = 4), which lets the pass vectorise on a host.
+/// Every buffer is the caller's; sizes in bytes on a 32-bit target (Cortex-M), at `D = K = 4`
+/// with `T = f32`, for [`Sum`] = `f64` (default) / `f32` (the `f32-sums` feature):
+///
+/// | what | formula | `D = K = 4` |
+/// |---|---|---|
+/// | the model, `FastIca<T, D, K>` | `size_of::<T>() (D + 4KD + K + K^2)` + [`IcaInfo`] + the whitener's [`FitInfo`], padded | 392 / 384 |
+/// | [`fit_white`](Self::fit_white)'s staging model | `size_of::<T>()` [`model_len`]`(D, K)` = `size_of::<T>() (D + 4KD + K + K^2)` | 352 |
+/// | [`fit_white`](Self::fit_white)'s workspace, [`FastIcaWorkspace`](crate::ica::FastIcaWorkspace)`<D, K, ROWS>` | `size_of::<Sum>()` [`white_fit_workspace_len_rows`]`(K, ROWS)` = `size_of::<Sum>() (1 + 9K^2 + 8K + (2K + 1) ROWS)` | 6024 / 3012 at `ROWS` = 64; 2568 / 1284 at 16 |
+/// | [`fit`](Self::fit)'s scratch (whitened rows, staging model) | `size_of::<T>()` [`fit_scratch_len`]`(n, D, K)` = `size_of::<T>() (nK + model_len(D, K))` | `16 n + 352` |
+/// | [`fit`](Self::fit)'s workspace | `size_of::<Sum>()` [`fit_workspace_len`]`(D, K)` | 6024 / 3012 |
+///
+/// Besides: the [`Moments`](crate::moments::Moments) a streaming fit accumulates, the
+/// [`Whitener`] and its [`WhitenWorkspace`](crate::whiten::WhitenWorkspace) (each documents its
+/// size), and the samples. Most of the FastICA workspace is the parallel pass's block of `ROWS`
+/// rows held feature-major (`(2K + 1) ROWS` values), which lets the pass vectorise on a host;
+/// firmware short of RAM takes a smaller block with [`PortableRows`](crate::ica::PortableRows)
+/// (through [`FastIcaWorkspace::kernel`](crate::ica::FastIcaWorkspace::kernel)) at the cost of a
+/// few percent more instructions and different last bits. `firmware/` in the repository measures
+/// all of it on a Cortex-M4F.
 #[derive(Clone, Debug)]
 pub struct FastIca<T, const D: usize, const K: usize> {
     whitener: Whitener<T, D, K>,
@@ -670,8 +694,9 @@ impl<T: Float, const D: usize, const K: usize> FastIca<T, D, K> {
     /// place, say, when `D = K`) and runs the iterations and the source pass over them, so no
     /// `n x K` buffer is needed besides the samples. The model takes the whitener as it is.
     /// [`WhitenMode::None`] is [`Error::InvalidParameter`]. `staging` needs
-    /// [`model_len`]`(D, K)` elements and `ws` [`white_fit_workspace_len`]`(K)`. On error the
-    /// model is unchanged.
+    /// [`model_len`]`(D, K)` elements and `ws` [`white_fit_workspace_len`]`(K)` (or a
+    /// [`FastIcaWorkspace`](crate::ica::FastIcaWorkspace)'s [`as_mut_slice`](crate::ica::FastIcaWorkspace::as_mut_slice)
+    /// with its [`kernel`](crate::ica::FastIcaWorkspace::kernel)). On error the model is unchanged.
     #[allow(clippy::too_many_arguments)]
     pub fn fit_white<E: Executor<T>, Kn: Kernel>(
         &mut self,

@@ -113,6 +113,13 @@ fn load_row<T: Float>(z: &[T], out: &mut [Sum]) {
 /// Rows per block of the parallel pass: rows are gathered feature-major so that `W z`, `g` and
 /// `G += g z'` run as contiguous, vectorisable loops. Blocks start at multiples of `BLOCK_ROWS`
 /// from the first row of the pass and divide [`CHUNK`].
+///
+/// This is the [`Portable`] kernel's block; the block is tunable through the kernel's
+/// [`block_rows`](Kernel::block_rows): [`PortableRows<ROWS>`](crate::ica::PortableRows) is the
+/// same kernel with `ROWS` rows, and [`FastIcaWorkspace<D, K, ROWS>`](crate::ica::FastIcaWorkspace)
+/// holds the workspace it needs. The block costs `(2K + 1) ROWS` values of [`Sum`] in the
+/// parallel pass's partial (4608 bytes of `f64` at K = 4, ROWS = 64; see
+/// [`FastIca`](crate::ica::FastIca)'s memory table). The parallel pass's bits depend on it.
 pub const BLOCK_ROWS: usize = 64;
 
 /// `sum v` over four fixed lanes: vectorisable, and the same bits for the same input.
@@ -389,7 +396,7 @@ pub struct SourceStats<'a, K = Portable> {
 }
 
 /// [`SourceStats`] buffer for `k` components in blocks of `block_rows` rows.
-const fn source_buffer_len_for(k: usize, block_rows: usize) -> usize {
+pub(crate) const fn source_buffer_len_for(k: usize, block_rows: usize) -> usize {
     2 * 4 * k + k * k + 2 * k * block_rows
 }
 
