@@ -6,6 +6,13 @@
 //! stack), and exit with status 0 only if every check passed. On the host
 //! (`cargo run --release --target x86_64-unknown-linux-gnu`): the same pipeline and the same
 //! lines, for `check.sh` to compare.
+//!
+//! Features: `f32-sums` builds the core's f32 path (sums and fits in f32, no soft-float f64;
+//! the default is the f64 path); `fit-only` keeps whitening, fit and transform only (for the
+//! text against the README's goal); `baseline` calls nothing in unmix (its text is subtracted
+//! to get the library's). On the host, `unmix-firmware compare F64_RESULTS F32_RESULTS` checks
+//! the f32 path's results against the f64 path's within the bounds `unmix::float` states
+//! ([`compare`]). `check.sh` runs all of it; the README's "On a microcontroller" has the figures.
 #![cfg_attr(target_os = "none", no_std, no_main)]
 
 mod pipeline;

@@ -33,7 +33,7 @@ pub const D: usize = 4;
 /// Components.
 pub const K: usize = 4;
 /// Rows per block of the FastICA passes: 16 instead of the default 64 cuts the fit's workspace
-/// from 753 to 321 values of `Sum` at K = 4 (`1 + 9K^2 + 8K + (2K + 1) ROWS`) for about 7 % more
+/// from 753 to 321 values of `Sum` at K = 4 (`1 + 9K^2 + 8K + (2K + 1) ROWS`) for about 6 % more
 /// instructions per fit (measured in QEMU; README, "Firmware").
 pub const ROWS: usize = 16;
 /// Samples kept for the fit.
