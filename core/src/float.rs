@@ -28,8 +28,8 @@
 //! [`Moments`](crate::moments::Moments), PCA whitening, the streaming FastICA fit (logcosh,
 //! parallel, `tol = 1e-4`) to K = 4, MCC and Amari index against the truth. Each path runs in
 //! QEMU (Cortex-M4F) and on the host, bit-identical per path; then the `f32-sums` results are
-//! compared with the `f64` path's, and the check fails beyond these bounds (measured values in
-//! brackets):
+//! compared with the `f64` path's, and the check fails beyond these bounds (the firmware's FastICA
+//! blocks are 16 rows, [`PortableRows<16>`](crate::ica::PortableRows)):
 //!
 //! | quantity | bound | measured |
 //! |---|---|---|
@@ -38,8 +38,11 @@
 //! | explained variance (eigenvalues), the same | `5e-6` | `3.1e-7` |
 //! | FastICA components: Amari index of `components_f32 * mixing_f64` | `1e-3` | `2.2e-4` |
 //! | components matched row to row up to sign, as above | `2e-3` | `7.8e-4` |
-//! | MCC against the true sources, abs. difference | `2e-5` | `2.1e-6` |
+//! | MCC against the true sources, abs. difference | `2e-5` | `2.0e-6` |
 //! | Amari index against the true mixing, abs. difference | `1e-4` | `8.8e-6` |
+//!
+//! With the feature the contrasts take libm's `tanhf` and `expf` (within 2 ulp) instead of the
+//! `f64` path's [`fastmath`](crate::ica::fastmath).
 //!
 //! The whitener carries `f32` rounding of the covariance, amplified for the eigenvectors by the
 //! inverse eigenvalue gaps. The components differ mostly by where the iterations stopped: both
@@ -51,7 +54,7 @@
 //! Results stay deterministic (same bits for the same call sequence and target-independent,
 //! IEEE `f32` everywhere), but a fit computes in `f32`: rank tests at `rank_rtol` below about
 //! `1e-6` cannot tell rank deficiency from rounding, and `tol` below about `1e-6` may never be
-//! reached (say `max_iter`, which always bounds the fit). A pass's row count is carried in a
+//! reached (`max_iter` always bounds the fit). A pass's row count is carried in a
 //! [`Sum`], exact up to `2^24` rows in `f32`; a pass over more rows is [`Error::Overflow`].
 
 use crate::error::{Error, Result};
