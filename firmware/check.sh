@@ -14,6 +14,8 @@
 # build must link no soft-float f64 routine. The `measure` lines (instructions, stack, statics)
 # exist on the device only and are printed, not compared.
 set -euo pipefail
+# A failed build inside $(...) must stop the script, not leave an older binary to be measured.
+shopt -s inherit_errexit
 cd "$(dirname "$0")"
 target=thumbv7em-none-eabihf
 host="$(rustc -vV | sed -n 's/^host: //p')"
