@@ -8,7 +8,8 @@
 //! samples --accumulate/merge--> moments --fit--> whiten --> ica --> sources --> metrics
 //! ```
 //!
-//! - [`moments`]: streaming, mergeable mean, covariance and cross-covariance (f64 sums).
+//! - [`moments`]: streaming, mergeable mean, covariance and cross-covariance (sums in
+//!   [`Sum`](float::Sum): `f64`, or `f32` with the `f32-sums` feature).
 //! - [`whiten`]: PCA / ZCA whitening to `K` of `D` components, optional Haar-random rotation.
 //! - [`ica`]: FastICA (parallel and deflation, scikit-learn's contrasts and options).
 //! - [`metrics`]: AUROC, sparsity and concentration, correlation, assignment, MCC, Amari index.

@@ -1,4 +1,5 @@
-//! The few dense kernels the rest needs, on caller buffers, in `f64`.
+//! The few dense kernels the rest needs, on caller buffers, in [`Sum`] (`f64` unless the
+//! `f32-sums` feature makes it `f32`).
 //!
 //! - [`symmetric_eigen`]: all eigenvalues and eigenvectors of a symmetric matrix by Householder
 //!   tridiagonalisation and the implicit QL algorithm (the EISPACK `tred2`/`tql2` pair, as in
@@ -14,6 +15,7 @@
 
 use crate::error::{Error, Result};
 use crate::float::{Float, check_rows, first_non_finite};
+use crate::float::{Sum, smath};
 
 /// Iterations of the implicit QL step allowed per eigenvalue (LAPACK allows 30 on average).
 pub const MAX_QL_ITERATIONS: usize = 60;
@@ -24,7 +26,7 @@ pub const MAX_QL_ITERATIONS: usize = 60;
 /// unit eigenvector of `values[i]`, its first nonzero entry made positive. `work` needs `n`
 /// elements. Only symmetric input is meaningful; the upper and lower triangles are both read.
 /// The matrix is first scaled by a power of two, so any finite input works; an eigenvalue beyond
-/// the range of `f64` is [`Error::Overflow`].
+/// the range of [`Sum`] is [`Error::Overflow`].
 ///
 /// ```
 /// let mut a = [2.0, 1.0, 1.0, 2.0];
@@ -36,10 +38,10 @@ pub const MAX_QL_ITERATIONS: usize = 60;
 /// # Ok::<(), unmix::Error>(())
 /// ```
 pub fn symmetric_eigen(
-    a: &mut [f64],
+    a: &mut [Sum],
     n: usize,
-    values: &mut [f64],
-    work: &mut [f64],
+    values: &mut [Sum],
+    work: &mut [Sum],
 ) -> Result<()> {
     for (len, needed) in [(a.len(), n * n), (values.len(), n), (work.len(), n)] {
         if len < needed {
@@ -60,14 +62,14 @@ pub fn symmetric_eigen(
     let (v, d, e) = (&mut a[..n * n], &mut values[..n], &mut work[..n]);
     // Scale by a power of two (exact) so that max |a| is in [0.5, 1): no intermediate can then
     // overflow or lose range to underflow, whatever the magnitude of the input.
-    let amax = v.iter().fold(0.0f64, |m, x| m.max(x.abs()));
-    let (_, exponent) = libm::frexp(amax);
+    let amax = v.iter().fold(0.0 as Sum, |m, x| m.max(x.abs()));
+    let (_, exponent) = smath::frexp(amax);
     if amax > 0.0 {
         for x in v.iter_mut() {
-            *x = libm::ldexp(*x, -exponent);
+            *x = smath::ldexp(*x, -exponent);
             // Entries below the normal range are far below eps * norm (about 0.5 now) and have
             // too few significant bits to build accurate reflectors from: they are zero here.
-            if x.abs() < f64::MIN_POSITIVE {
+            if x.abs() < Sum::MIN_POSITIVE {
                 *x = 0.0;
             }
         }
@@ -76,7 +78,7 @@ pub fn symmetric_eigen(
     ql_implicit(v, n, d, e)?;
     sort_descending(v, n, d);
     for x in d.iter_mut() {
-        *x = libm::ldexp(*x, exponent);
+        *x = smath::ldexp(*x, exponent);
         if !x.is_finite() {
             return Err(Error::Overflow);
         }
@@ -88,7 +90,7 @@ pub fn symmetric_eigen(
 }
 
 /// Makes the first nonzero entry of `v` positive (a zero vector is left alone).
-pub fn fix_sign(v: &mut [f64]) {
+pub fn fix_sign(v: &mut [Sum]) {
     if let Some(first) = v.iter().copied().find(|x| *x != 0.0) {
         if first < 0.0 {
             for x in v.iter_mut() {
@@ -106,17 +108,17 @@ pub fn fix_sign(v: &mut [f64]) {
 /// input is symmetric, so the result is the same arithmetic, bit for bit, but every inner loop
 /// (which in `tred2` walks down a column) now walks along a contiguous row, and the
 /// transformation comes out already transposed for the QL sweep.
-fn tridiagonalize(v: &mut [f64], n: usize, d: &mut [f64], e: &mut [f64]) {
+fn tridiagonalize(v: &mut [Sum], n: usize, d: &mut [Sum], e: &mut [Sum]) {
     let at = |r: usize, c: usize| c * n + r;
     for j in 0..n {
         d[j] = v[at(n - 1, j)];
     }
     for i in (1..n).rev() {
-        let scale: f64 = d[..i].iter().map(|x| x.abs()).sum();
+        let scale: Sum = d[..i].iter().map(|x| x.abs()).sum();
         let mut h = 0.0;
         // A column below the normal range is negligible against the (scaled) matrix norm and
         // too imprecise to reflect: treat it as zero.
-        if scale < f64::MIN_POSITIVE {
+        if scale < Sum::MIN_POSITIVE {
             e[i] = d[i - 1];
             for j in 0..i {
                 d[j] = v[at(i - 1, j)];
@@ -129,7 +131,7 @@ fn tridiagonalize(v: &mut [f64], n: usize, d: &mut [f64], e: &mut [f64]) {
                 h += *x * *x;
             }
             let mut f = d[i - 1];
-            let mut g = libm::sqrt(h);
+            let mut g = smath::sqrt(h);
             if f > 0.0 {
                 g = -g;
             }
@@ -206,7 +208,7 @@ fn tridiagonalize(v: &mut [f64], n: usize, d: &mut [f64], e: &mut [f64]) {
 
 /// Implicit QL on the tridiagonal (`d`, `e[1..]`); `vt` holds the transformation with vectors as
 /// rows, and every plane rotation is applied to two contiguous rows.
-fn ql_implicit(vt: &mut [f64], n: usize, d: &mut [f64], e: &mut [f64]) -> Result<()> {
+fn ql_implicit(vt: &mut [Sum], n: usize, d: &mut [Sum], e: &mut [Sum]) -> Result<()> {
     for i in 1..n {
         e[i - 1] = e[i];
     }
@@ -217,8 +219,8 @@ fn ql_implicit(vt: &mut [f64], n: usize, d: &mut [f64], e: &mut [f64]) -> Result
     // absolute, relative to the norm.
     let tst1 = (0..n)
         .map(|i| d[i].abs() + e[i].abs())
-        .fold(0.0f64, f64::max);
-    let eps = f64::EPSILON;
+        .fold(0.0 as Sum, Sum::max);
+    let eps = Sum::EPSILON;
     for l in 0..n {
         let mut m = l;
         while m < n - 1 && e[m].abs() > eps * tst1 {
@@ -235,7 +237,7 @@ fn ql_implicit(vt: &mut [f64], n: usize, d: &mut [f64], e: &mut [f64]) -> Result
                 }
                 let g = d[l];
                 let mut p = (d[l + 1] - g) / (2.0 * e[l]);
-                let mut r = libm::hypot(p, 1.0);
+                let mut r = smath::hypot(p, 1.0);
                 if p < 0.0 {
                     r = -r;
                 }
@@ -257,7 +259,7 @@ fn ql_implicit(vt: &mut [f64], n: usize, d: &mut [f64], e: &mut [f64]) -> Result
                     s2 = s;
                     let g = c * e[i];
                     h = c * p;
-                    r = libm::hypot(p, e[i]);
+                    r = smath::hypot(p, e[i]);
                     e[i + 1] = s * r;
                     s = e[i] / r;
                     c = p / r;
@@ -286,7 +288,7 @@ fn ql_implicit(vt: &mut [f64], n: usize, d: &mut [f64], e: &mut [f64]) -> Result
 }
 
 /// Sorts eigenvalues descending (stable on ties: lower index first), rows of `vt` alongside.
-fn sort_descending(vt: &mut [f64], n: usize, d: &mut [f64]) {
+fn sort_descending(vt: &mut [Sum], n: usize, d: &mut [Sum]) {
     for i in 0..n {
         let mut best = i;
         for j in i + 1..n {
@@ -307,7 +309,7 @@ fn sort_descending(vt: &mut [f64], n: usize, d: &mut [f64]) {
 /// The result equals the Q of a QR factorisation with positive diagonal: applied to a matrix of
 /// independent standard normals it gives a Haar-distributed orthogonal matrix (Mezzadri 2007).
 /// Fails if a row is (numerically) in the span of the rows before it.
-pub fn orthonormalize_rows(q: &mut [f64], k: usize, len: usize) -> Result<()> {
+pub fn orthonormalize_rows(q: &mut [Sum], k: usize, len: usize) -> Result<()> {
     if q.len() < k * len {
         return Err(Error::BufferTooSmall {
             needed: k * len,
@@ -317,7 +319,7 @@ pub fn orthonormalize_rows(q: &mut [f64], k: usize, len: usize) -> Result<()> {
     for i in 0..k {
         let (done, rest) = q.split_at_mut(i * len);
         let row = &mut rest[..len];
-        let norm0 = libm::sqrt(dot(row, row));
+        let norm0 = smath::sqrt(dot(row, row));
         for _pass in 0..2 {
             for prev in done.chunks_exact(len) {
                 let p = dot(prev, row);
@@ -326,7 +328,7 @@ pub fn orthonormalize_rows(q: &mut [f64], k: usize, len: usize) -> Result<()> {
                 }
             }
         }
-        let norm = libm::sqrt(dot(row, row));
+        let norm = smath::sqrt(dot(row, row));
         if norm.is_nan() || norm <= 1e-10 * norm0 {
             return Err(Error::RankDeficient {
                 rank: i,
@@ -341,7 +343,7 @@ pub fn orthonormalize_rows(q: &mut [f64], k: usize, len: usize) -> Result<()> {
 }
 
 /// Dot product of two equally long slices.
-pub fn dot(a: &[f64], b: &[f64]) -> f64 {
+pub fn dot(a: &[Sum], b: &[Sum]) -> Sum {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
@@ -392,7 +394,7 @@ pub(crate) fn affine_rows<T: Float>(
 /// Sweeps of [`polar_factor`]'s one-sided Jacobi SVD allowed (it needs about 6 to 12 in practice).
 pub const MAX_JACOBI_SWEEPS: usize = 60;
 
-/// `f64` workspace [`polar_factor`] needs for a `rows x cols` matrix.
+/// [`Sum`] workspace [`polar_factor`] needs for a `rows x cols` matrix.
 pub const fn polar_workspace_len(rows: usize, cols: usize) -> usize {
     let (m, p) = if rows >= cols {
         (rows, cols)
@@ -423,11 +425,11 @@ pub const fn polar_workspace_len(rows: usize, cols: usize) -> usize {
 /// # Ok::<(), unmix::Error>(())
 /// ```
 pub fn polar_factor(
-    c: &[f64],
+    c: &[Sum],
     rows: usize,
     cols: usize,
-    q: &mut [f64],
-    ws: &mut [f64],
+    q: &mut [Sum],
+    ws: &mut [Sum],
 ) -> Result<()> {
     let len = rows * cols;
     for (found, needed) in [
@@ -468,20 +470,20 @@ pub fn polar_factor(
         }
     }
     // Scale by a power of two so that squared norms cannot overflow or underflow.
-    let amax = g.iter().fold(0.0f64, |a, x| a.max(x.abs()));
+    let amax = g.iter().fold(0.0 as Sum, |a, x| a.max(x.abs()));
     if amax > 0.0 {
-        let (_, exponent) = libm::frexp(amax);
+        let (_, exponent) = smath::frexp(amax);
         for x in g.iter_mut() {
-            *x = libm::ldexp(*x, -exponent);
+            *x = smath::ldexp(*x, -exponent);
         }
     }
     jacobi_orthogonalize(g, vt, m, p)?;
     // U: the normalised rows of G; rows of (numerically) zero norm are completed below.
     for (i, n) in norms.iter_mut().enumerate() {
-        *n = libm::sqrt(dot(&g[i * m..(i + 1) * m], &g[i * m..(i + 1) * m]));
+        *n = smath::sqrt(dot(&g[i * m..(i + 1) * m], &g[i * m..(i + 1) * m]));
     }
-    let smax = norms.iter().fold(0.0f64, |a, &x| a.max(x));
-    let tiny = smax * f64::EPSILON * m as f64;
+    let smax = norms.iter().fold(0.0 as Sum, |a, &x| a.max(x));
+    let tiny = smax * Sum::EPSILON * m as Sum;
     for (i, n) in norms.iter_mut().enumerate() {
         let row = &mut g[i * m..(i + 1) * m];
         if *n > tiny {
@@ -518,12 +520,12 @@ pub fn polar_factor(
 
 /// One-sided Jacobi: rotates pairs of rows of `g` (`p x m`) until they are mutually orthogonal,
 /// accumulating the rotations in `vt` (`p x p`, rows = columns of V).
-fn jacobi_orthogonalize(g: &mut [f64], vt: &mut [f64], m: usize, p: usize) -> Result<()> {
+fn jacobi_orthogonalize(g: &mut [Sum], vt: &mut [Sum], m: usize, p: usize) -> Result<()> {
     vt.fill(0.0);
     for i in 0..p {
         vt[i * p + i] = 1.0;
     }
-    let tol = f64::EPSILON * m as f64;
+    let tol = Sum::EPSILON * m as Sum;
     for _sweep in 0..MAX_JACOBI_SWEEPS {
         let mut rotated = false;
         for i in 0..p {
@@ -533,14 +535,14 @@ fn jacobi_orthogonalize(g: &mut [f64], vt: &mut [f64], m: usize, p: usize) -> Re
                 let alpha = dot(gi, gi);
                 let beta = dot(gj, gj);
                 let gamma = dot(gi, gj);
-                if gamma == 0.0 || gamma.abs() <= tol * libm::sqrt(alpha * beta) {
+                if gamma == 0.0 || gamma.abs() <= tol * smath::sqrt(alpha * beta) {
                     continue;
                 }
                 rotated = true;
                 // The rotation that zeroes gamma (Rutishauser's formulas).
                 let zeta = (beta - alpha) / (2.0 * gamma);
-                let t = libm::copysign(1.0, zeta) / (zeta.abs() + libm::hypot(1.0, zeta));
-                let cs = 1.0 / libm::hypot(1.0, t);
+                let t = smath::copysign(1.0, zeta) / (zeta.abs() + smath::hypot(1.0, zeta));
+                let cs = 1.0 / smath::hypot(1.0, t);
                 let sn = cs * t;
                 for (a, b) in gi.iter_mut().zip(gj.iter_mut()) {
                     let (x, y) = (*a, *b);
@@ -567,11 +569,11 @@ fn jacobi_orthogonalize(g: &mut [f64], vt: &mut [f64], m: usize, p: usize) -> Re
 
 /// Sets row `i` of `g` (`p x m`, the other rows orthonormal or zero) to the unit vector of the
 /// standard basis, orthogonalised against the rows kept so far, with the largest residual.
-fn complete_row(g: &mut [f64], m: usize, p: usize, i: usize, norms: &mut [f64]) {
-    let mut best = (0usize, -1.0f64);
+fn complete_row(g: &mut [Sum], m: usize, p: usize, i: usize, norms: &mut [Sum]) {
+    let mut best = (0usize, -1.0 as Sum);
     for e in 0..m {
         // Residual norm^2 of e_e after projecting out the kept rows: 1 - sum_k g[k][e]^2.
-        let used: f64 = (0..p)
+        let used: Sum = (0..p)
             .filter(|&k| k != i && norms[k] > 0.0)
             .map(|k| g[k * m + e] * g[k * m + e])
             .sum();
@@ -594,7 +596,7 @@ fn complete_row(g: &mut [f64], m: usize, p: usize, i: usize, norms: &mut [f64]) 
             }
         }
     }
-    let n = libm::sqrt(dot(row, row));
+    let n = smath::sqrt(dot(row, row));
     for x in row.iter_mut() {
         *x /= n;
     }

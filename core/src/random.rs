@@ -5,6 +5,7 @@
 //! backend depends on cargo features elsewhere in the build, as `rand_distr`'s does through
 //! `num-traits`, could change bits between a firmware build and a host build.)
 
+use crate::float::Sum;
 use rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
@@ -65,19 +66,50 @@ impl Normals {
             *x = self.next_normal();
         }
     }
+
+    /// Fills `out` with standard normal draws at the precision of [`Sum`]: [`fill`](Self::fill)
+    /// without the `f32-sums` feature; with it, the same polar method in `f32` (24-bit uniforms,
+    /// `logf`, `sqrtf`), so that no `f64` arithmetic is linked. The two streams differ (not only
+    /// by rounding): a start or rotation drawn from a seed is another draw under the feature.
+    pub fn fill_sum(&mut self, out: &mut [Sum]) {
+        #[cfg(not(feature = "f32-sums"))]
+        self.fill(out);
+        #[cfg(feature = "f32-sums")]
+        for x in out.iter_mut() {
+            *x = self.next_normal_f32();
+        }
+    }
+
+    /// The polar method in `f32`: the `f32-sums` feature's normals.
+    #[cfg(feature = "f32-sums")]
+    fn next_normal_f32(&mut self) -> f32 {
+        let mut uniform = || {
+            let bits = (self.rng.next_u64() >> 40) as u32; // 24 bits
+            bits as f32 * (2.0 / (1u32 << 24) as f32) - 1.0
+        };
+        loop {
+            let (u, v) = (uniform(), uniform());
+            let s = u * u + v * v;
+            if s > 0.0 && s < 1.0 {
+                // One of the pair: the spare of the f64 stream would need a second slot.
+                return u * libm::sqrtf(-2.0 * libm::logf(s) / s);
+            }
+        }
+    }
 }
 
 /// Fills `r` (`k x k`) with a Haar-random orthogonal matrix drawn from `seed`.
 ///
-/// The draw is row-major standard normals from [`Normals::new(seed)`](Normals), then
+/// The draw is row-major standard normals from [`Normals::new(seed)`](Normals)
+/// ([`Normals::fill_sum`]), then
 /// [`crate::linalg::orthonormalize_rows`]. Same seed and `k`, same bits on every target.
-pub fn haar_orthogonal(seed: u64, r: &mut [f64], k: usize) -> crate::Result<()> {
+pub fn haar_orthogonal(seed: u64, r: &mut [Sum], k: usize) -> crate::Result<()> {
     if r.len() < k * k {
         return Err(crate::Error::BufferTooSmall {
             needed: k * k,
             found: r.len(),
         });
     }
-    Normals::new(seed).fill(&mut r[..k * k]);
+    Normals::new(seed).fill_sum(&mut r[..k * k]);
     crate::linalg::orthonormalize_rows(r, k, k)
 }

@@ -23,10 +23,12 @@
 //!   is [`Error::RankDeficient`] carrying the effective rank, never a silent clip.
 //! - `ddof = 0` (the default) is scikit-learn's FastICA; `ddof = 1` is scikit-learn's
 //!   `PCA(whiten=True)`.
-//! - Transforms compute in `T`; fitting computes in `f64` and stores the result in `T`.
+//! - Transforms compute in `T`; fitting computes in [`Sum`] (`f64`, or `f32` with the `f32-sums`
+//!   feature) and stores the result in `T`.
 
 use crate::error::{Error, Result, prefix_mut};
 use crate::float::Float;
+use crate::float::{Sum, smath};
 use crate::linalg;
 use crate::moments::MomentsRef;
 
@@ -84,7 +86,7 @@ pub struct WhitenOptions {
     /// Delta degrees of freedom of the covariance: 0 (default) or 1.
     pub ddof: u32,
     /// Relative eigenvalue threshold for the effective rank, in `[0, 1)`; default `1e-10`.
-    pub rank_rtol: f64,
+    pub rank_rtol: Sum,
 }
 
 impl WhitenOptions {
@@ -111,10 +113,10 @@ pub struct FitInfo {
     /// Eigenvalues above `rank_rtol` times the largest.
     pub effective_rank: usize,
     /// The largest eigenvalue of the covariance.
-    pub max_eigenvalue: f64,
+    pub max_eigenvalue: Sum,
 }
 
-/// `f64` workspace elements a fit of `d` features to `k` components needs.
+/// [`Sum`] workspace elements a fit of `d` features to `k` components needs.
 pub const fn workspace_len(d: usize, k: usize) -> usize {
     d * d + 2 * d + 2 * k * k
 }
@@ -246,15 +248,15 @@ pub(crate) struct Parts<'a, T> {
 
 /// Workspace split into its pieces.
 struct Scratch<'a> {
-    vectors: &'a mut [f64],
-    values: &'a mut [f64],
-    work: &'a mut [f64],
-    basis: &'a mut [f64],
-    tmp: &'a mut [f64],
+    vectors: &'a mut [Sum],
+    values: &'a mut [Sum],
+    work: &'a mut [Sum],
+    basis: &'a mut [Sum],
+    tmp: &'a mut [Sum],
 }
 
 impl<'a> Scratch<'a> {
-    fn split(ws: &'a mut [f64], d: usize, k: usize) -> Result<Self> {
+    fn split(ws: &'a mut [Sum], d: usize, k: usize) -> Result<Self> {
         let needed = workspace_len(d, k);
         let ws = prefix_mut(ws, needed)?;
         let (vectors, rest) = ws.split_at_mut(d * d);
@@ -349,13 +351,13 @@ fn fit_parts<T: Float>(
     // Success is certain from here: write the outputs.
     let sqrt_values = &mut s.work[..k];
     for (r, l) in sqrt_values.iter_mut().zip(s.values.iter()) {
-        *r = libm::sqrt(*l);
+        *r = smath::sqrt(*l);
     }
     for (o, v) in out.mean.iter_mut().zip(m.mean()) {
-        *o = T::from_f64(*v);
+        *o = T::from_sum(*v);
     }
     for (o, l) in out.explained_variance.iter_mut().zip(s.values.iter()) {
-        *o = T::from_f64(*l);
+        *o = T::from_sum(*l);
     }
     let identity = opts.method == Method::Pca && opts.rotation == Rotation::None;
     write_matrices(
@@ -382,9 +384,9 @@ fn fit_parts<T: Float>(
 /// the same bits in O(K D) instead of O(K^2 D) (half a second at K = D = 768).
 #[allow(clippy::too_many_arguments)]
 fn write_matrices<T: Float>(
-    basis: &[f64],
-    vectors: &[f64],
-    sqrt_values: &[f64],
+    basis: &[Sum],
+    vectors: &[Sum],
+    sqrt_values: &[Sum],
     d: usize,
     k: usize,
     identity: bool,
@@ -406,8 +408,8 @@ fn write_matrices<T: Float>(
                 }
                 (w, u)
             };
-            whitening[i * d + j] = T::from_f64(w);
-            unwhitening[j * k + i] = T::from_f64(u);
+            whitening[i * d + j] = T::from_sum(w);
+            unwhitening[j * k + i] = T::from_sum(u);
         }
     }
 }
@@ -419,7 +421,7 @@ pub(crate) fn fit_into_parts<T: Float>(
     d: usize,
     k: usize,
     out: Parts<'_, T>,
-    ws: &mut [f64],
+    ws: &mut [Sum],
 ) -> Result<FitInfo> {
     fit_parts(m, opts, d, k, out, Scratch::split(ws, d, k)?)
 }
@@ -450,8 +452,9 @@ pub use crate::random::haar_orthogonal;
 /// ```
 ///
 /// # Memory
-/// `size_of::<T>() (D + 2KD + K)` bytes of model plus a 24-byte [`FitInfo`] (and padding): 184
-/// bytes for `Whitener<f32, 4, 4>`. Fitting also needs a [`WhitenWorkspace`].
+/// `size_of::<T>() (D + 2KD + K)` bytes of model plus a [`FitInfo`] (24 bytes with [`Sum`] =
+/// `f64`, 16 with `f32` on a 32-bit target): 184 (176) bytes for `Whitener<f32, 4, 4>` on a
+/// Cortex-M. Fitting also needs a [`WhitenWorkspace`].
 #[derive(Clone, Debug)]
 pub struct Whitener<T, const D: usize, const K: usize> {
     pub(crate) mean: [T; D],
@@ -461,18 +464,19 @@ pub struct Whitener<T, const D: usize, const K: usize> {
     pub(crate) info: FitInfo,
 }
 
-/// The `f64` workspace a [`Whitener`] fit needs (`D^2 + 2D + 2K^2` values).
+/// The [`Sum`] workspace a [`Whitener`] fit needs (`D^2 + 2D + 2K^2` values).
 ///
 /// # Memory
-/// `8 (D^2 + 2D + 2K^2)` bytes: 448 at D = K = 4. Only the fit uses it: share it between
-/// fits, or drop it after.
+/// `size_of::<Sum>() (D^2 + 2D + 2K^2)` bytes: 448 at D = K = 4 (224 with the `f32-sums`
+/// feature). Only the fit uses it: share it between fits, or drop it after. FastICA's
+/// streaming fit takes a [`FastIcaWorkspace`](crate::ica::FastIcaWorkspace) beside it.
 #[derive(Clone, Debug)]
 pub struct WhitenWorkspace<const D: usize, const K: usize> {
-    vectors: [[f64; D]; D],
-    values: [f64; D],
-    work: [f64; D],
-    basis: [[f64; K]; K],
-    tmp: [[f64; K]; K],
+    vectors: [[Sum; D]; D],
+    values: [Sum; D],
+    work: [Sum; D],
+    basis: [[Sum; K]; K],
+    tmp: [[Sum; K]; K],
 }
 
 impl<const D: usize, const K: usize> WhitenWorkspace<D, K> {
@@ -633,7 +637,7 @@ impl<'a, T: Float> WhitenerBuf<'a, T> {
         &mut self,
         moments: MomentsRef<'_>,
         opts: &WhitenOptions,
-        workspace: &mut [f64],
+        workspace: &mut [Sum],
     ) -> Result<FitInfo> {
         let scratch = Scratch::split(workspace, self.d, self.k)?;
         let parts = Parts {
@@ -660,21 +664,22 @@ impl<'a, T: Float> WhitenerBuf<'a, T> {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(feature = "f32-sums")))]
 mod tests {
     use super::write_matrices;
+    use crate::float::Sum;
 
     /// The shortcut for `B = I` gives the bits of the full sum, signed zeros included.
     #[test]
     fn identity_shortcut_gives_the_bits_of_the_full_sum() {
         let (d, k) = (7, 5);
-        let mut vectors: [f64; 49] = core::array::from_fn(|i| {
-            let x = libm::sin(i as f64 * 1.7) * 1e3;
+        let mut vectors: [Sum; 49] = core::array::from_fn(|i| {
+            let x = libm::sin(i as Sum * 1.7) * 1e3;
             if i % 6 == 0 { -x } else { x }
         });
         vectors[3] = -0.0;
         vectors[9] = 0.0;
-        let sqrt_values: [f64; 7] = core::array::from_fn(|i| 1e-3 + i as f64 * 3.3);
+        let sqrt_values: [Sum; 7] = core::array::from_fn(|i| 1e-3 + i as Sum * 3.3);
         let mut basis = [0.0; 25];
         for i in 0..k {
             basis[i * k + i] = 1.0;
@@ -691,7 +696,7 @@ mod tests {
                 &mut w,
                 &mut u,
             );
-            (w.map(f64::to_bits), u.map(f64::to_bits))
+            (w.map(Sum::to_bits), u.map(Sum::to_bits))
         };
         assert_eq!(run(true), run(false));
     }

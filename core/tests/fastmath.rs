@@ -1,5 +1,8 @@
 //! The accuracy contracts of `unmix::ica::fastmath`: against a 256-bit reference (astro-float's
 //! `tanh` / `exp`, correctly rounded to f64), and against libm on many more points.
+// Properties of the default f64 path (`Sum = f64`); the `f32-sums` path is checked against it
+// by firmware/check.sh.
+#![cfg(not(feature = "f32-sums"))]
 
 use unmix::ica::fastmath;
 use unmix::random::Normals;

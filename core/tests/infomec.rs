@@ -1,4 +1,7 @@
 //! Properties of the kNN mutual information, NMI, InfoM and InfoC.
+// Properties of the default f64 path (`Sum = f64`); the `f32-sums` path is checked against it
+// by firmware/check.sh.
+#![cfg(not(feature = "f32-sums"))]
 #![allow(clippy::needless_range_loop)]
 
 use proptest::prelude::*;

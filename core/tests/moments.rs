@@ -1,4 +1,7 @@
 //! Accuracy and algebra of the streaming moments.
+// Properties of the default f64 path (`Sum = f64`); the `f32-sums` path is checked against it
+// by firmware/check.sh.
+#![cfg(not(feature = "f32-sums"))]
 // Matrix code indexes (i, j) pairs; iterator chains would hide the maths.
 #![allow(clippy::needless_range_loop)]
 

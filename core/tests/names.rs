@@ -1,5 +1,8 @@
 //! Every option's names come from one table: each name parses to a value that spells it back, the
 //! tables are complete, and an unknown name is an error that lists the accepted ones.
+// Properties of the default f64 path (`Sum = f64`); the `f32-sums` path is checked against it
+// by firmware/check.sh.
+#![cfg(not(feature = "f32-sums"))]
 
 use core::str::FromStr;
 use unmix::ica::{Algorithm, ContrastKind, LogCosh, WhitenMode};

@@ -1,5 +1,8 @@
 //! The normal sampler and the Haar rotation, checked statistically (fixed seeds, so these are
 //! deterministic; the bounds are 5+ standard errors wide).
+// Properties of the default f64 path (`Sum = f64`); the `f32-sums` path is checked against it
+// by firmware/check.sh.
+#![cfg(not(feature = "f32-sums"))]
 
 use unmix::random::Normals;
 use unmix::whiten::haar_orthogonal;

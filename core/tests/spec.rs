@@ -1,5 +1,8 @@
 //! Passes described as plain data ([`PassSpec`]) and rebuilt elsewhere give the bits of the
 //! passes they describe: the mechanism behind the Python package's Dask executor.
+// Properties of the default f64 path (`Sum = f64`); the `f32-sums` path is checked against it
+// by firmware/check.sh.
+#![cfg(not(feature = "f32-sums"))]
 
 use unmix::Float;
 use unmix::ica::{

@@ -2,6 +2,9 @@
 //! at a time, then FastICA over the same samples. It must agree with the in-memory fit (whose
 //! moments are summed in another order, so to rounding, not bit for bit), refuse what it cannot
 //! do, and leave the model unchanged when it fails.
+// Properties of the default f64 path (`Sum = f64`); the `f32-sums` path is checked against it
+// by firmware/check.sh.
+#![cfg(not(feature = "f32-sums"))]
 
 use unmix::Error;
 use unmix::ica::{

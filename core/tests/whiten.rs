@@ -1,5 +1,8 @@
 //! Properties of the whitening: identity covariance, exact inverse, symmetric ZCA, orthogonal
 //! rotation, typed == buffer bit for bit, and every documented error.
+// Properties of the default f64 path (`Sum = f64`); the `f32-sums` path is checked against it
+// by firmware/check.sh.
+#![cfg(not(feature = "f32-sums"))]
 // Matrix code indexes (i, j) pairs; iterator chains would hide the maths.
 #![allow(clippy::needless_range_loop)]
 

@@ -6,9 +6,20 @@
 //! stack), and exit with status 0 only if every check passed. On the host
 //! (`cargo run --release --target x86_64-unknown-linux-gnu`): the same pipeline and the same
 //! lines, for `check.sh` to compare.
+//!
+//! Features: `f32-sums` builds the core's f32 path (sums and fits in f32, no soft-float f64;
+//! the default is the f64 path); `fit-only` keeps whitening, fit and transform only (for the
+//! text against the README's goal); `baseline` calls nothing in unmix (its text is subtracted
+//! to get the library's). On the host, `unmix-firmware compare F64_RESULTS F32_RESULTS` checks
+//! the f32 path's results against the f64 path's within the bounds `unmix::float` states
+//! ([`compare`]). `check.sh` runs all of it; the README's "On a microcontroller" has the figures.
 #![cfg_attr(target_os = "none", no_std, no_main)]
 
 mod pipeline;
+
+// The f32-sums path against the f64 path: run by the host build of the default (f64) path.
+#[cfg(all(not(target_os = "none"), not(feature = "f32-sums")))]
+mod compare;
 
 #[cfg(target_os = "none")]
 mod device {
@@ -183,6 +194,35 @@ mod device {
 #[cfg(not(target_os = "none"))]
 fn main() -> std::process::ExitCode {
     use std::io::Write;
+
+    // `unmix-firmware compare F64_RESULTS F32_RESULTS`: the f32-sums accuracy contract.
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("compare") {
+        #[cfg(not(feature = "f32-sums"))]
+        {
+            let read = |i: usize| {
+                args.get(i)
+                    .ok_or_else(|| "usage: unmix-firmware compare F64_RESULTS F32_RESULTS".into())
+                    .and_then(|p| std::fs::read_to_string(p).map_err(|e| format!("{p}: {e}")))
+            };
+            let result = read(2)
+                .and_then(|r| Ok((r, read(3)?)))
+                .and_then(|(r, c)| compare::compare(&r, &c));
+            return match result {
+                Ok(true) => std::process::ExitCode::SUCCESS,
+                Ok(false) => std::process::ExitCode::FAILURE,
+                Err(e) => {
+                    eprintln!("compare: {e}");
+                    std::process::ExitCode::FAILURE
+                }
+            };
+        }
+        #[cfg(feature = "f32-sums")]
+        {
+            eprintln!("compare runs in the default (f64) build");
+            return std::process::ExitCode::FAILURE;
+        }
+    }
 
     struct Host(Vec<u8>);
     impl pipeline::Board for Host {

@@ -11,17 +11,34 @@
 //! which vectorises over a block of samples.
 
 use crate::error::{Error, Result};
+use crate::float::Sum;
+#[cfg(not(feature = "f32-sums"))]
 use crate::ica::fastmath;
+
+// `tanh` and `exp` at the precision of `Sum`: fastmath's branch-free f64 ones, or with the
+// `f32-sums` feature libm's `tanhf` and `expf` (within 2 ulp of f32; no f64 is linked).
+#[cfg(not(feature = "f32-sums"))]
+use fastmath::{exp_nonpositive, tanh};
+#[cfg(feature = "f32-sums")]
+#[inline(always)]
+fn tanh(x: Sum) -> Sum {
+    libm::tanhf(x)
+}
+#[cfg(feature = "f32-sums")]
+#[inline(always)]
+fn exp_nonpositive(x: Sum) -> Sum {
+    libm::expf(x)
+}
 
 /// A FastICA nonlinearity: for a projection `u`, returns `(g(u), g'(u))`. `Sync`, so that
 /// passes can run on several threads.
 pub trait Contrast: Sync {
     /// `(g(u), g'(u))`.
-    fn eval(&self, u: f64) -> (f64, f64);
+    fn eval(&self, u: Sum) -> (Sum, Sum);
     /// Replaces each `y[r]` by `g(y[r])` and writes `g'(y[r])` to `gp[r]`. The default loops over
     /// [`eval`](Self::eval); the built-in contrasts keep it branch-free so that it vectorises.
     #[inline(always)]
-    fn eval_block(&self, y: &mut [f64], gp: &mut [f64]) {
+    fn eval_block(&self, y: &mut [Sum], gp: &mut [Sum]) {
         for (v, d) in y.iter_mut().zip(gp.iter_mut()) {
             let (g, dg) = self.eval(*v);
             *v = g;
@@ -39,21 +56,21 @@ pub trait Contrast: Sync {
 /// `g(u) = tanh(alpha u)`, the default (scikit-learn's `logcosh`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct LogCosh {
-    alpha: f64,
+    alpha: Sum,
 }
 
 impl LogCosh {
     /// `alpha = 1`.
     pub const DEFAULT: Self = Self { alpha: 1.0 };
     /// `alpha` must be in [1, 2], as scikit-learn requires.
-    pub fn new(alpha: f64) -> Result<Self> {
+    pub fn new(alpha: Sum) -> Result<Self> {
         if !(1.0..=2.0).contains(&alpha) {
             return Err(Error::InvalidParameter("alpha must be in [1, 2]"));
         }
         Ok(Self { alpha })
     }
     /// `alpha`.
-    pub fn alpha(&self) -> f64 {
+    pub fn alpha(&self) -> Sum {
         self.alpha
     }
 }
@@ -69,13 +86,14 @@ impl Contrast for LogCosh {
         Some(ContrastKind::LogCosh(*self))
     }
     #[inline(always)]
-    fn eval(&self, u: f64) -> (f64, f64) {
-        let t = fastmath::tanh(self.alpha * u);
+    fn eval(&self, u: Sum) -> (Sum, Sum) {
+        let t = tanh(self.alpha * u);
         (t, self.alpha * (1.0 - t * t))
     }
     /// The same bits as [`eval`](Self::eval), in two loops (see [`fastmath::tanh`]'s halves).
+    #[cfg(not(feature = "f32-sums"))]
     #[inline(always)]
-    fn eval_block(&self, y: &mut [f64], gp: &mut [f64]) {
+    fn eval_block(&self, y: &mut [Sum], gp: &mut [Sum]) {
         let alpha = self.alpha;
         for (v, m) in y.iter_mut().zip(gp.iter_mut()) {
             *v *= alpha;
@@ -98,9 +116,9 @@ impl Contrast for Exp {
         Some(ContrastKind::Exp)
     }
     #[inline(always)]
-    fn eval(&self, u: f64) -> (f64, f64) {
+    fn eval(&self, u: Sum) -> (Sum, Sum) {
         let u2 = u * u;
-        let e = fastmath::exp_nonpositive(-0.5 * u2);
+        let e = exp_nonpositive(-0.5 * u2);
         (u * e, (1.0 - u2) * e)
     }
 }
@@ -114,7 +132,7 @@ impl Contrast for Cube {
         Some(ContrastKind::Cube)
     }
     #[inline(always)]
-    fn eval(&self, u: f64) -> (f64, f64) {
+    fn eval(&self, u: Sum) -> (Sum, Sum) {
         let u2 = u * u;
         (u2 * u, 3.0 * u2)
     }
@@ -149,7 +167,7 @@ impl Contrast for ContrastKind {
         Some(*self)
     }
     #[inline(always)]
-    fn eval(&self, u: f64) -> (f64, f64) {
+    fn eval(&self, u: Sum) -> (Sum, Sum) {
         match self {
             Self::LogCosh(c) => c.eval(u),
             Self::Exp => Exp.eval(u),
@@ -157,7 +175,7 @@ impl Contrast for ContrastKind {
         }
     }
     #[inline(always)]
-    fn eval_block(&self, y: &mut [f64], gp: &mut [f64]) {
+    fn eval_block(&self, y: &mut [Sum], gp: &mut [Sum]) {
         // One match per block, then each contrast's own (vectorisable) loop.
         match self {
             Self::LogCosh(c) => c.eval_block(y, gp),

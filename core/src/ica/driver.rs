@@ -13,6 +13,7 @@
 
 use crate::error::{Error, Result, prefix_mut};
 use crate::float::Float;
+use crate::float::{Sum, smath};
 use crate::ica::contrast::{Contrast, ContrastKind};
 use crate::ica::kernel::Kernel;
 use crate::ica::options::{Algorithm, IcaInfo, IcaOptions};
@@ -23,7 +24,7 @@ use crate::whiten::WhitenerView;
 
 /// One mergeable reduction over rows: what a pass computes, whoever runs it.
 ///
-/// A partial result is `partial_len()` `f64` values, zeroed before its first rows. An executor
+/// A partial result is `partial_len()` [`Sum`] values, zeroed before its first rows. An executor
 /// splits the rows into pieces, each starting at a multiple of [`CHUNK`] rows from the first row
 /// of the pass (the last may be shorter), feeds each piece to [`accumulate`](Self::accumulate)
 /// on some partial (the same partial may take consecutive pieces of one chunk), and folds the
@@ -33,13 +34,13 @@ use crate::whiten::WhitenerView;
 /// sums by an ulp). Another fixed order is as deterministic: the Python package merges the
 /// chunks' partials over a fixed binary tree, the same wherever each node is computed.
 pub trait Pass<T>: Sync {
-    /// `f64` elements of a partial result.
+    /// [`Sum`] elements of a partial result.
     fn partial_len(&self) -> usize;
     /// Adds `rows` (row-major, whole rows of the pass's width), the first of which is row
     /// `first` of the pass, to `partial`. Errors name rows counted from the start of the pass.
-    fn accumulate(&self, partial: &mut [f64], first: u64, rows: &[T]) -> Result<()>;
+    fn accumulate(&self, partial: &mut [Sum], first: u64, rows: &[T]) -> Result<()>;
     /// Adds `next`, the partial result of the rows that follow those of `total`, to `total`.
-    fn merge(&self, total: &mut [f64], next: &[f64]) -> Result<()>;
+    fn merge(&self, total: &mut [Sum], next: &[Sum]) -> Result<()>;
     /// The pass as plain data, so that another process can rebuild it ([`PassSpec::pass`]) and
     /// run its [`accumulate`](Self::accumulate) and [`merge`](Self::merge) with the same bits.
     /// `None` (the default) when it cannot be described, e.g. with a user contrast.
@@ -65,7 +66,7 @@ pub enum PassSpec<'a> {
         /// Components.
         k: usize,
         /// Unmixing, `k x k`.
-        w: &'a [f64],
+        w: &'a [Sum],
         /// The contrast.
         contrast: ContrastKind,
     },
@@ -74,7 +75,7 @@ pub enum PassSpec<'a> {
         /// Components.
         k: usize,
         /// The row being fitted, `k`.
-        w: &'a [f64],
+        w: &'a [Sum],
         /// The contrast.
         contrast: ContrastKind,
     },
@@ -83,7 +84,7 @@ pub enum PassSpec<'a> {
         /// Components.
         k: usize,
         /// Unmixing, `k x k`.
-        w: &'a [f64],
+        w: &'a [Sum],
     },
 }
 
@@ -177,10 +178,10 @@ impl<T: Float, K: Kernel> Pass<T> for SpecPass<'_, K> {
         len().unwrap_or(0)
     }
     #[cfg_attr(target_arch = "x86_64", inline(always))] // into the caller's AVX2 code
-    fn accumulate(&self, partial: &mut [f64], first: u64, rows: &[T]) -> Result<()> {
+    fn accumulate(&self, partial: &mut [Sum], first: u64, rows: &[T]) -> Result<()> {
         with_pass!(self, p => p.accumulate(partial, first, rows))
     }
-    fn merge(&self, total: &mut [f64], next: &[f64]) -> Result<()> {
+    fn merge(&self, total: &mut [Sum], next: &[Sum]) -> Result<()> {
         with_pass!(self, p => Pass::<T>::merge(&p, total, next))
     }
     fn spec(&self) -> Option<PassSpec<'_>> {
@@ -201,7 +202,7 @@ pub enum Rows {
 pub trait Executor<T: Float> {
     /// Runs `pass` over every row of `rows`, leaving the merged result in `total`
     /// (`pass.partial_len()` values, zeroed by the caller).
-    fn pass<P: Pass<T>>(&mut self, rows: Rows, pass: &P, total: &mut [f64]) -> Result<()>;
+    fn pass<P: Pass<T>>(&mut self, rows: Rows, pass: &P, total: &mut [Sum]) -> Result<()>;
     /// Makes [`Rows::White`] the input whitened by `whitener` (`z = W (x - mean)`), or the input
     /// itself when `whitener` is `None`. Called once per fit, before any white pass. With
     /// [`WhitenerView::transform_rows`] the rows are the core's bits; a faster product (the CLI's
@@ -232,7 +233,7 @@ impl<'a, T: Float> InMemory<'a, T> {
 }
 
 impl<T: Float> Executor<T> for InMemory<'_, T> {
-    fn pass<P: Pass<T>>(&mut self, rows: Rows, pass: &P, total: &mut [f64]) -> Result<()> {
+    fn pass<P: Pass<T>>(&mut self, rows: Rows, pass: &P, total: &mut [Sum]) -> Result<()> {
         let data: &[T] = match rows {
             Rows::Input => self.x,
             Rows::White if self.white_is_input => self.x,
@@ -271,13 +272,25 @@ fn renumber(e: Error, offset: u64) -> Error {
     }
 }
 
-/// Splits a partial into its row count (stored as `f64`, exact below 2^53) and the rest.
-fn split_rows(partial: &mut [f64]) -> Result<(u64, &mut [f64])> {
+/// Splits a partial into its row count (stored as a [`Sum`], exact below 2^53 in `f64`, 2^24 in
+/// `f32`) and the rest.
+fn split_rows(partial: &mut [Sum]) -> Result<(u64, &mut [Sum])> {
     let (head, rest) = partial.split_first_mut().ok_or(Error::BufferTooSmall {
         needed: 1,
         found: 0,
     })?;
     Ok((*head as u64, rest))
+}
+
+/// Stores a partial's row count in its first element: exact in [`Sum`] below `2^53` rows (`f64`)
+/// or `2^24` (`f32`, the `f32-sums` feature); beyond that it is [`Error::Overflow`].
+fn store_rows(partial: &mut [Sum], n: u64) -> Result<()> {
+    let v = n as Sum;
+    if v as u64 != n {
+        return Err(Error::Overflow);
+    }
+    partial[0] = v;
+    Ok(())
 }
 
 /// The mean and centred sum of products of the input rows: each [`CHUNK`] of rows is summarised
@@ -302,7 +315,7 @@ impl MomentsPass {
         1 + 2 * MomentsBuf::buffer_len(d)
     }
     /// The moments in a finished total.
-    pub fn view<'a>(&self, total: &'a [f64]) -> Result<MomentsRef<'a>> {
+    pub fn view<'a>(&self, total: &'a [Sum]) -> Result<MomentsRef<'a>> {
         let d = self.d;
         let total = crate::error::prefix(total, Self::partial_len_for(d))?;
         MomentsRef::from_parts(
@@ -319,7 +332,7 @@ impl<T: Float> Pass<T> for MomentsPass {
         Self::partial_len_for(self.d)
     }
     #[cfg_attr(target_arch = "x86_64", inline(always))] // into the CLI's AVX2 code (harness simd.rs)
-    fn accumulate(&self, partial: &mut [f64], first: u64, rows: &[T]) -> Result<()> {
+    fn accumulate(&self, partial: &mut [Sum], first: u64, rows: &[T]) -> Result<()> {
         let d = self.d;
         let partial = prefix_mut(partial, Self::partial_len_for(d))?;
         let (n, rest) = split_rows(partial)?;
@@ -331,20 +344,22 @@ impl<T: Float> Pass<T> for MomentsPass {
                 .map_err(|e| renumber(e, first + (i * CHUNK) as u64))?;
             acc.merge(m.as_ref())?;
         }
-        partial[0] = acc.as_ref().n_samples() as f64;
+        let rows = acc.as_ref().n_samples();
+        store_rows(partial, rows)?;
         Ok(())
     }
     fn spec(&self) -> Option<PassSpec<'_>> {
         Some(PassSpec::Moments { d: self.d })
     }
-    fn merge(&self, total: &mut [f64], next: &[f64]) -> Result<()> {
+    fn merge(&self, total: &mut [Sum], next: &[Sum]) -> Result<()> {
         let next = self.view(next)?;
         let d = self.d;
         let total = prefix_mut(total, Self::partial_len_for(d))?;
         let (n, rest) = split_rows(total)?;
         let mut acc = MomentsBuf::resume(d, &mut rest[..MomentsBuf::buffer_len(d)], n)?;
         acc.merge(next)?;
-        total[0] = acc.as_ref().n_samples() as f64;
+        let rows = acc.as_ref().n_samples();
+        store_rows(total, rows)?;
         Ok(())
     }
 }
@@ -353,7 +368,7 @@ impl<T: Float> Pass<T> for MomentsPass {
 /// `sum g'(W z)`), its products on kernel `K`.
 #[derive(Clone, Copy, Debug)]
 pub struct ParallelPass<'a, C, K> {
-    w: &'a [f64],
+    w: &'a [Sum],
     k: usize,
     contrast: &'a C,
     kernel: K,
@@ -361,7 +376,7 @@ pub struct ParallelPass<'a, C, K> {
 
 impl<'a, C: Contrast, K: Kernel> ParallelPass<'a, C, K> {
     /// The pass at `w` (`k x k`).
-    pub fn new(w: &'a [f64], k: usize, contrast: &'a C, kernel: K) -> Result<Self> {
+    pub fn new(w: &'a [Sum], k: usize, contrast: &'a C, kernel: K) -> Result<Self> {
         check_len(w, k * k)?;
         Ok(Self {
             w,
@@ -379,14 +394,14 @@ impl<'a, C: Contrast, K: Kernel> ParallelPass<'a, C, K> {
         1 + ParallelStats::buffer_len_with(k, kernel)
     }
     /// `G` (`k x k`) then `b` (`k`) of a finished total into `out`; returns the row count.
-    pub fn finish(&self, total: &mut [f64], out: &mut [f64]) -> Result<u64> {
+    pub fn finish(&self, total: &mut [Sum], out: &mut [Sum]) -> Result<u64> {
         let (n, rest) = split_rows(total)?;
         let mut s = ParallelStats::resume(self.k, rest, n, self.kernel)?;
         s.finish(self.contrast, prefix_mut(out, self.k * self.k + self.k)?)
     }
 }
 
-fn check_len(w: &[f64], len: usize) -> Result<()> {
+fn check_len(w: &[Sum], len: usize) -> Result<()> {
     if w.len() != len {
         return Err(Error::DimensionMismatch {
             expected: len,
@@ -401,16 +416,17 @@ impl<T: Float, C: Contrast, K: Kernel> Pass<T> for ParallelPass<'_, C, K> {
         Self::partial_len_with(self.k, self.kernel)
     }
     #[cfg_attr(target_arch = "x86_64", inline(always))] // into the CLI's AVX2 code (harness simd.rs)
-    fn accumulate(&self, partial: &mut [f64], first: u64, rows: &[T]) -> Result<()> {
+    fn accumulate(&self, partial: &mut [Sum], first: u64, rows: &[T]) -> Result<()> {
         let (n, rest) = split_rows(partial)?;
         let mut s = ParallelStats::resume(self.k, rest, n, self.kernel)?;
         s.accumulate(self.w, rows, self.contrast)
             .map_err(|e| renumber(e, first.wrapping_sub(n)))?;
         s.flush(self.contrast);
-        partial[0] = s.rows() as f64;
+        let rows = s.rows();
+        store_rows(partial, rows)?;
         Ok(())
     }
-    fn merge(&self, total: &mut [f64], next: &[f64]) -> Result<()> {
+    fn merge(&self, total: &mut [Sum], next: &[Sum]) -> Result<()> {
         merge_sums(total, next, self.k * self.k + self.k)
     }
     fn spec(&self) -> Option<PassSpec<'_>> {
@@ -424,7 +440,7 @@ impl<T: Float, C: Contrast, K: Kernel> Pass<T> for ParallelPass<'_, C, K> {
 
 /// Merges partials laid out as `[rows | Sums (total, partial) of len | ...]`: the same
 /// additions as the statistics' own `merge`.
-fn merge_sums(total: &mut [f64], next: &[f64], len: usize) -> Result<()> {
+fn merge_sums(total: &mut [Sum], next: &[Sum], len: usize) -> Result<()> {
     let total = prefix_mut(total, 1 + 2 * len)?;
     let next = crate::error::prefix(next, 1 + 2 * len)?;
     for (t, n) in total.iter_mut().zip(next) {
@@ -437,14 +453,14 @@ fn merge_sums(total: &mut [f64], next: &[f64], len: usize) -> Result<()> {
 /// `sum g'(w'z)`).
 #[derive(Clone, Copy, Debug)]
 pub struct DeflationPass<'a, C> {
-    w: &'a [f64],
+    w: &'a [Sum],
     k: usize,
     contrast: &'a C,
 }
 
 impl<'a, C: Contrast> DeflationPass<'a, C> {
     /// The pass for `w` (`k`).
-    pub fn new(w: &'a [f64], k: usize, contrast: &'a C) -> Result<Self> {
+    pub fn new(w: &'a [Sum], k: usize, contrast: &'a C) -> Result<Self> {
         check_len(w, k)?;
         Ok(Self { w, k, contrast })
     }
@@ -453,7 +469,7 @@ impl<'a, C: Contrast> DeflationPass<'a, C> {
         1 + DeflationStats::buffer_len(k)
     }
     /// `s` (`k`) then `b` of a finished total into `out`; returns the row count.
-    pub fn finish(&self, total: &mut [f64], out: &mut [f64]) -> Result<u64> {
+    pub fn finish(&self, total: &mut [Sum], out: &mut [Sum]) -> Result<u64> {
         let (n, rest) = split_rows(total)?;
         DeflationStats::resume(self.k, rest, n)?.finish(prefix_mut(out, self.k + 1)?)
     }
@@ -464,15 +480,16 @@ impl<T: Float, C: Contrast> Pass<T> for DeflationPass<'_, C> {
         Self::partial_len_for(self.k)
     }
     #[cfg_attr(target_arch = "x86_64", inline(always))] // into the CLI's AVX2 code (harness simd.rs)
-    fn accumulate(&self, partial: &mut [f64], first: u64, rows: &[T]) -> Result<()> {
+    fn accumulate(&self, partial: &mut [Sum], first: u64, rows: &[T]) -> Result<()> {
         let (n, rest) = split_rows(partial)?;
         let mut s = DeflationStats::resume(self.k, rest, n)?;
         s.accumulate(self.w, rows, self.contrast)
             .map_err(|e| renumber(e, first.wrapping_sub(n)))?;
-        partial[0] = s.rows() as f64;
+        let rows = s.rows();
+        store_rows(partial, rows)?;
         Ok(())
     }
-    fn merge(&self, total: &mut [f64], next: &[f64]) -> Result<()> {
+    fn merge(&self, total: &mut [Sum], next: &[Sum]) -> Result<()> {
         merge_sums(total, next, self.k + 1)
     }
     fn spec(&self) -> Option<PassSpec<'_>> {
@@ -487,14 +504,14 @@ impl<T: Float, C: Contrast> Pass<T> for DeflationPass<'_, C> {
 /// Power sums of the sources `y = W z` ([`SourceStats`]), unmixed on kernel `K`.
 #[derive(Clone, Copy, Debug)]
 pub struct SourcePass<'a, K> {
-    w: &'a [f64],
+    w: &'a [Sum],
     k: usize,
     kernel: K,
 }
 
 impl<'a, K: Kernel> SourcePass<'a, K> {
     /// The pass at `w` (`k x k`).
-    pub fn new(w: &'a [f64], k: usize, kernel: K) -> Result<Self> {
+    pub fn new(w: &'a [Sum], k: usize, kernel: K) -> Result<Self> {
         check_len(w, k * k)?;
         Ok(Self { w, k, kernel })
     }
@@ -504,7 +521,7 @@ impl<'a, K: Kernel> SourcePass<'a, K> {
     }
     /// `sum y, y^2, y^3, y^4` per source (`4k`) of a finished total into `out`; returns the row
     /// count.
-    pub fn finish(&self, total: &mut [f64], out: &mut [f64]) -> Result<u64> {
+    pub fn finish(&self, total: &mut [Sum], out: &mut [Sum]) -> Result<u64> {
         let (n, rest) = split_rows(total)?;
         SourceStats::resume(self.k, rest, n, self.kernel)?.finish(prefix_mut(out, 4 * self.k)?)
     }
@@ -515,15 +532,16 @@ impl<T: Float, K: Kernel> Pass<T> for SourcePass<'_, K> {
         Self::partial_len_with(self.k, self.kernel)
     }
     #[cfg_attr(target_arch = "x86_64", inline(always))] // into the CLI's AVX2 code (harness simd.rs)
-    fn accumulate(&self, partial: &mut [f64], first: u64, rows: &[T]) -> Result<()> {
+    fn accumulate(&self, partial: &mut [Sum], first: u64, rows: &[T]) -> Result<()> {
         let (n, rest) = split_rows(partial)?;
         let mut s = SourceStats::resume(self.k, rest, n, self.kernel)?;
         s.accumulate(self.w, rows)
             .map_err(|e| renumber(e, first.wrapping_sub(n)))?;
-        partial[0] = s.rows() as f64;
+        let rows = s.rows();
+        store_rows(partial, rows)?;
         Ok(())
     }
-    fn merge(&self, total: &mut [f64], next: &[f64]) -> Result<()> {
+    fn merge(&self, total: &mut [Sum], next: &[Sum]) -> Result<()> {
         merge_sums(total, next, 4 * self.k)
     }
     fn spec(&self) -> Option<PassSpec<'_>> {
@@ -541,17 +559,17 @@ pub(crate) fn rows_at_least_two(n: u64) -> Result<u64> {
     Ok(n)
 }
 
-/// `f64` workspace [`unmix`] needs for `k` components on the portable kernel.
+/// [`Sum`] workspace [`unmix`] needs for `k` components on the portable kernel.
 pub(crate) const fn unmix_workspace_len(k: usize) -> usize {
     unmix_workspace_len_for(k, ParallelStats::buffer_len(k))
 }
 
-/// `f64` workspace [`unmix`] needs for `k` components on `kernel`.
+/// [`Sum`] workspace [`unmix`] needs for `k` components on `kernel`.
 pub(crate) fn unmix_workspace_len_with<K: Kernel>(k: usize, kernel: K) -> usize {
     unmix_workspace_len_for(k, ParallelStats::buffer_len_with(k, kernel))
 }
 
-const fn unmix_workspace_len_for(k: usize, parallel_stats: usize) -> usize {
+pub(crate) const fn unmix_workspace_len_for(k: usize, parallel_stats: usize) -> usize {
     let p = 1 + parallel_stats;
     let d = 1 + DeflationStats::buffer_len(k);
     let stats = if p > d { p } else { d };
@@ -568,9 +586,9 @@ pub(crate) fn unmix<T: Float, E: Executor<T>, C: Contrast, K: Kernel>(
     k: usize,
     contrast: &C,
     opts: &IcaOptions,
-    w: &mut [f64],
-    ws: &mut [f64],
-    on_iteration: &mut dyn FnMut(usize, f64),
+    w: &mut [Sum],
+    ws: &mut [Sum],
+    on_iteration: &mut dyn FnMut(usize, Sum),
 ) -> Result<IcaInfo> {
     opts.check()?;
     if k == 0 {
@@ -609,11 +627,11 @@ pub(crate) fn unmix<T: Float, E: Executor<T>, C: Contrast, K: Kernel>(
             info.converged = true;
             for j in 0..k {
                 let row = &mut w[j * k..(j + 1) * k];
-                let norm = libm::sqrt(crate::linalg::dot(row, row));
+                let norm = smath::sqrt(crate::linalg::dot(row, row));
                 for x in row.iter_mut() {
                     *x /= norm;
                 }
-                let (mut change, mut iterations) = (f64::INFINITY, 0);
+                let (mut change, mut iterations) = (Sum::INFINITY, 0);
                 for it in 1..=opts.max_iter {
                     let pass = DeflationPass::new(&w[j * k..(j + 1) * k], k, contrast)?;
                     let total = &mut total[..DeflationPass::<C>::partial_len_for(k)];

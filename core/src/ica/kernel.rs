@@ -7,11 +7,12 @@
 //! depend on the blocking or the vector width. On x86-64 both are `inline(always)`, so that
 //! they are compiled for whatever target features their caller enables (the CLI's AVX2 path).
 
+use crate::float::Sum;
 /// The dense products of a parallel FastICA pass over one block of rows held feature-major
 /// (column `j` of a block at `j * stride ..`).
 ///
 /// The driver takes one, so that a host can plug in kernels built for its CPU while firmware
-/// keeps the portable one. Blocks hold `f64` values; an implementation must give the same result
+/// keeps the portable one. Blocks hold [`Sum`] values; an implementation must give the same result
 /// for every thread count (it sees one block at a time, so any fixed summation order does).
 pub trait Kernel: Copy + Sync {
     /// Rows per block for `k` components: a divisor of [`CHUNK`](crate::ica::CHUNK). Larger
@@ -23,10 +24,10 @@ pub trait Kernel: Copy + Sync {
     }
     /// `y_i = sum_j w_ij z_j` for `i < k` over the first `n` lanes (`w` is `k x k` row-major);
     /// lanes from `n` up to the next multiple of 4 (at most `stride`) may be overwritten.
-    fn unmix_block(&self, w: &[f64], k: usize, z: &[f64], y: &mut [f64], stride: usize, n: usize);
+    fn unmix_block(&self, w: &[Sum], k: usize, z: &[Sum], y: &mut [Sum], stride: usize, n: usize);
     /// `out[i k + j] += <g_i, z_j>` over the first `n` lanes.
     #[allow(clippy::too_many_arguments)]
-    fn gram_block(&self, g: &[f64], z: &[f64], k: usize, stride: usize, n: usize, out: &mut [f64]);
+    fn gram_block(&self, g: &[Sum], z: &[Sum], k: usize, stride: usize, n: usize, out: &mut [Sum]);
 }
 
 /// The core's kernel: register-blocked plain Rust, vectorised for whatever the build targets,
@@ -36,12 +37,95 @@ pub struct Portable;
 
 impl Kernel for Portable {
     #[cfg_attr(target_arch = "x86_64", inline(always))]
-    fn unmix_block(&self, w: &[f64], k: usize, z: &[f64], y: &mut [f64], stride: usize, n: usize) {
+    fn unmix_block(&self, w: &[Sum], k: usize, z: &[Sum], y: &mut [Sum], stride: usize, n: usize) {
         unmix_block(w, k, z, y, stride, n)
     }
     #[cfg_attr(target_arch = "x86_64", inline(always))]
-    fn gram_block(&self, g: &[f64], z: &[f64], k: usize, stride: usize, n: usize, out: &mut [f64]) {
+    fn gram_block(&self, g: &[Sum], z: &[Sum], k: usize, stride: usize, n: usize, out: &mut [Sum]) {
         gram_block(g, z, k, stride, n, out)
+    }
+}
+
+/// The portable kernel for firmware: `ROWS` rows per block instead of [`Portable`]'s
+/// [`BLOCK_ROWS`](crate::ica::stats::BLOCK_ROWS) = 64, and plain loops instead of register tiles.
+///
+/// The block is most of a FastICA fit's workspace at small `K` (`(2K + 1) ROWS` values of the
+/// parallel pass), so firmware short of RAM takes fewer rows. The loops sum in the tiles' order
+/// (tested bit for bit), in a fraction of the code: on a Cortex-M4F (no vector unit, where the
+/// tiles only spill registers) they are also faster. Measured by `firmware/` in QEMU at
+/// `D = K = 4`, `ROWS = 16`, f32 sums: 23.9 KB of text for the whole fit-only program instead of
+/// 27.2 KB, 4.9 M instructions per FastICA fit instead of 6.5 M. On a host with vector units
+/// [`Portable`] is the faster one.
+///
+/// `ROWS` must be a multiple of 4 (the register tile) dividing [`CHUNK`](crate::ica::CHUNK) =
+/// 4096, checked at compile time by [`new`](Self::new), the only constructor:
+///
+/// ```compile_fail
+/// let k = unmix::ica::PortableRows::<6>::new(); // not a multiple of 4: does not compile
+/// ```
+///
+/// # Bits
+/// Deterministic for a given `ROWS`, but the parallel pass's sums are grouped by block (each
+/// block's dot products are summed over four lanes, then added to the pass's partial), so a
+/// different `ROWS` gives results that differ in the last bits. `PortableRows::<64>` gives
+/// [`Portable`]'s bits exactly. The source pass ([`SourceStats`](crate::ica::SourceStats))
+/// sums row by row and does not depend on `ROWS`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PortableRows<const ROWS: usize>(());
+
+impl<const ROWS: usize> PortableRows<ROWS> {
+    /// The kernel; `ROWS` is checked at compile time (see the type's docs).
+    pub const fn new() -> Self {
+        const {
+            assert!(
+                ROWS >= LANES && ROWS % LANES == 0 && crate::ica::stats::CHUNK % ROWS == 0,
+                "ROWS must be a multiple of 4 that divides 4096"
+            )
+        };
+        Self(())
+    }
+}
+
+impl<const ROWS: usize> Default for PortableRows<ROWS> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<const ROWS: usize> Kernel for PortableRows<ROWS> {
+    fn block_rows(&self, _k: usize) -> usize {
+        ROWS
+    }
+    fn unmix_block(&self, w: &[Sum], k: usize, z: &[Sum], y: &mut [Sum], stride: usize, n: usize) {
+        unmix_block_compact(w, k, z, y, stride, n)
+    }
+    fn gram_block(&self, g: &[Sum], z: &[Sum], k: usize, stride: usize, n: usize, out: &mut [Sum]) {
+        gram_block_compact(g, z, k, stride, n, out)
+    }
+}
+
+/// [`unmix_block`] as plain loops in the same order (each output from `0.0`, over `j` in order):
+/// the same bits in a fraction of the code, for [`PortableRows`].
+fn unmix_block_compact(w: &[Sum], k: usize, z: &[Sum], y: &mut [Sum], stride: usize, n: usize) {
+    for (wi, yi) in w.chunks_exact(k).zip(y.chunks_mut(stride)).take(k) {
+        for (r, out) in yi[..n].iter_mut().enumerate() {
+            let mut acc = 0.0;
+            for (j, wv) in wi.iter().enumerate() {
+                acc += *wv * z[j * stride + r];
+            }
+            *out = acc;
+        }
+    }
+}
+
+/// [`gram_block`] as one [`dot_lanes`] per output: the same bits in a fraction of the code, for
+/// [`PortableRows`].
+fn gram_block_compact(g: &[Sum], z: &[Sum], k: usize, stride: usize, n: usize, out: &mut [Sum]) {
+    for (i, orow) in out.chunks_exact_mut(k).enumerate().take(k) {
+        let gi = &g[i * stride..i * stride + n];
+        for (j, o) in orow.iter_mut().enumerate() {
+            *o += dot_lanes(gi, &z[j * stride..j * stride + n]);
+        }
     }
 }
 
@@ -52,7 +136,7 @@ const LANES: usize = 4;
 /// lanes rounded up to a multiple of [`LANES`] (the extra lanes are scratch); `stride` is a
 /// multiple of [`LANES`], at least `n`.
 #[cfg_attr(target_arch = "x86_64", inline(always))] // into the CLI's AVX2 code (harness simd.rs)
-pub(crate) fn unmix_block(w: &[f64], k: usize, z: &[f64], y: &mut [f64], stride: usize, n: usize) {
+pub(crate) fn unmix_block(w: &[Sum], k: usize, z: &[Sum], y: &mut [Sum], stride: usize, n: usize) {
     let lanes = n.div_ceil(LANES) * LANES;
     let mut i = 0;
     while i < k {
@@ -73,19 +157,19 @@ pub(crate) fn unmix_block(w: &[f64], k: usize, z: &[f64], y: &mut [f64], stride:
 
 #[inline(always)]
 fn unmix_tile<const R: usize>(
-    w: &[f64],
+    w: &[Sum],
     k: usize,
     i0: usize,
-    z: &[f64],
-    y: &mut [f64],
+    z: &[Sum],
+    y: &mut [Sum],
     stride: usize,
     lanes: usize,
 ) {
     let w = &w[i0 * k..(i0 + R) * k];
     for r in (0..lanes).step_by(LANES) {
-        let mut acc = [[0.0f64; LANES]; R];
+        let mut acc = [[0.0 as Sum; LANES]; R];
         for j in 0..k {
-            let zj: &[f64; LANES] = z[j * stride + r..][..LANES].try_into().expect("a tile");
+            let zj: &[Sum; LANES] = z[j * stride + r..][..LANES].try_into().expect("a tile");
             for (a, acc) in acc.iter_mut().enumerate() {
                 let wv = w[a * k + j];
                 for l in 0..LANES {
@@ -102,7 +186,7 @@ fn unmix_tile<const R: usize>(
 /// `out[i k + j] += <g_i, z_j>` over the first `n` lanes, each dot product summed as
 /// [`dot_lanes`]: four lane accumulators, combined pairwise, then the tail.
 #[cfg_attr(target_arch = "x86_64", inline(always))] // into the CLI's AVX2 code (harness simd.rs)
-pub(crate) fn gram_block(g: &[f64], z: &[f64], k: usize, stride: usize, n: usize, out: &mut [f64]) {
+pub(crate) fn gram_block(g: &[Sum], z: &[Sum], k: usize, stride: usize, n: usize, out: &mut [Sum]) {
     for i in (0..k).step_by(2) {
         for j in (0..k).step_by(2) {
             match (k - i >= 2, k - j >= 2) {
@@ -118,27 +202,27 @@ pub(crate) fn gram_block(g: &[f64], z: &[f64], k: usize, stride: usize, n: usize
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 fn gram_tile<const A: usize, const B: usize>(
-    g: &[f64],
-    z: &[f64],
+    g: &[Sum],
+    z: &[Sum],
     k: usize,
     i0: usize,
     j0: usize,
     stride: usize,
     n: usize,
-    out: &mut [f64],
+    out: &mut [Sum],
 ) {
     #[inline(always)]
-    fn col(m: &[f64], c: usize, stride: usize, n: usize) -> &[f64] {
+    fn col(m: &[Sum], c: usize, stride: usize, n: usize) -> &[Sum] {
         &m[c * stride..c * stride + n]
     }
     let full = n - n % LANES;
-    let gc: [&[f64]; A] = core::array::from_fn(|a| &col(g, i0 + a, stride, n)[..full]);
-    let zc: [&[f64]; B] = core::array::from_fn(|b| &col(z, j0 + b, stride, n)[..full]);
-    let mut acc = [[[0.0f64; LANES]; B]; A];
+    let gc: [&[Sum]; A] = core::array::from_fn(|a| &col(g, i0 + a, stride, n)[..full]);
+    let zc: [&[Sum]; B] = core::array::from_fn(|b| &col(z, j0 + b, stride, n)[..full]);
+    let mut acc = [[[0.0 as Sum; LANES]; B]; A];
     for r in (0..full).step_by(LANES) {
-        let gv: [[f64; LANES]; A] =
+        let gv: [[Sum; LANES]; A] =
             core::array::from_fn(|a| core::array::from_fn(|l| gc[a][r + l]));
-        let zv: [[f64; LANES]; B] =
+        let zv: [[Sum; LANES]; B] =
             core::array::from_fn(|b| core::array::from_fn(|l| zc[b][r + l]));
         for (acc, gv) in acc.iter_mut().zip(&gv) {
             for (acc, zv) in acc.iter_mut().zip(&zv) {
@@ -160,14 +244,13 @@ fn gram_tile<const A: usize, const B: usize>(
 }
 
 #[inline(always)]
-fn dot_tail(a: &[f64], b: &[f64]) -> f64 {
+fn dot_tail(a: &[Sum], b: &[Sum]) -> Sum {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
 /// `sum a * b` over four fixed lanes, pairwise, then the tail: the reference order.
-#[cfg(test)]
-fn dot_lanes(a: &[f64], b: &[f64]) -> f64 {
-    let mut acc = [0.0f64; LANES];
+fn dot_lanes(a: &[Sum], b: &[Sum]) -> Sum {
+    let mut acc = [0.0 as Sum; LANES];
     let (ca, cb) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
     let tail = dot_tail(ca.remainder(), cb.remainder());
     for (x, y) in ca.zip(cb) {
@@ -178,12 +261,13 @@ fn dot_lanes(a: &[f64], b: &[f64]) -> f64 {
     ((acc[0] + acc[1]) + (acc[2] + acc[3])) + tail
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(feature = "f32-sums")))]
 mod tests {
     use super::*;
     use crate::random::Normals;
 
-    /// The blocked kernels give the plain loops' bits for every `k` and tail length.
+    /// The blocked kernels give the plain loops' bits, and so do the compact ones of
+    /// `PortableRows`, for every `k` and tail length.
     #[test]
     fn same_bits_as_plain_loops() {
         let stride = 64;
@@ -197,7 +281,17 @@ mod tests {
                 *v = rng.next_normal() * libm::exp2(rng.next_normal() * 8.0);
             }
             let mut y = [0.0; 11 * 64];
+            let mut y_compact = [0.0; 11 * 64];
             unmix_block(&w, k, &z, &mut y, stride, stride);
+            for n in [1, 5, 37, 64] {
+                unmix_block_compact(&w, k, &z, &mut y_compact, stride, n);
+                for i in 0..k {
+                    for r in 0..n {
+                        let (a, b) = (y[i * stride + r], y_compact[i * stride + r]);
+                        assert_eq!(a.to_bits(), b.to_bits(), "compact: k {k} n {n}");
+                    }
+                }
+            }
             for i in 0..k {
                 for r in 0..stride {
                     let mut want = 0.0;
@@ -210,6 +304,13 @@ mod tests {
             for n in [0, 1, 3, 4, 5, 37, 63, 64] {
                 let mut out = [0.5; 121];
                 gram_block(&g, &z, k, stride, n, &mut out);
+                let mut compact = [0.5; 121];
+                gram_block_compact(&g, &z, k, stride, n, &mut compact);
+                assert_eq!(
+                    out.map(Sum::to_bits),
+                    compact.map(Sum::to_bits),
+                    "compact: k {k} n {n}"
+                );
                 for i in 0..k {
                     for j in 0..k {
                         let (gi, zj) = (&g[i * stride..][..n], &z[j * stride..][..n]);

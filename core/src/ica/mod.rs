@@ -39,6 +39,7 @@ mod model;
 mod options;
 pub mod stats;
 pub mod update;
+mod workspace;
 
 pub use canonical::canonicalize;
 pub use contrast::{Contrast, ContrastKind, Cube, Exp, LogCosh};
@@ -46,10 +47,11 @@ pub use driver::{
     DeflationPass, Executor, InMemory, MomentsPass, ParallelPass, Pass, PassSpec, Rows, SourcePass,
     SpecPass,
 };
-pub use kernel::{Kernel, Portable};
+pub use kernel::{Kernel, Portable, PortableRows};
 pub use model::{
     FastIca, FastIcaBuf, FastIcaView, fit_scratch_len, fit_workspace_len, fit_workspace_len_with,
-    model_len, white_fit_workspace_len, white_fit_workspace_len_with,
+    model_len, white_fit_workspace_len, white_fit_workspace_len_rows, white_fit_workspace_len_with,
 };
 pub use options::{Algorithm, FastIcaOptions, IcaInfo, IcaOptions, WInit, WhitenMode};
 pub use stats::{CHUNK, DeflationStats, ParallelStats, SourceStats};
+pub use workspace::{Dims, FastIcaWorkspace, WorkspaceArray};

@@ -3,6 +3,7 @@
 
 use crate::error::{Error, Result, prefix_mut};
 use crate::float::Float;
+use crate::float::{Sum, smath};
 use crate::ica::canonical::{canonicalize, source_moments, source_moments_workspace_len};
 use crate::ica::driver::{
     self, Executor, InMemory, MomentsPass, Rows, unmix_workspace_len, unmix_workspace_len_with,
@@ -22,7 +23,7 @@ pub const fn model_len(d: usize, k: usize) -> usize {
     whiten::storage_len(d, k) + k * k + 2 * k * d
 }
 
-/// `f64` workspace a fit of `d -> k` on the portable kernel needs ([`FastIca::fit`],
+/// [`Sum`] workspace a fit of `d -> k` on the portable kernel needs ([`FastIca::fit`],
 /// [`FastIcaBuf::fit`]).
 pub const fn fit_workspace_len(d: usize, k: usize) -> usize {
     fit_workspace_len_for(
@@ -33,7 +34,7 @@ pub const fn fit_workspace_len(d: usize, k: usize) -> usize {
     )
 }
 
-/// `f64` workspace a fit of `d -> k` on `kernel` needs ([`FastIcaBuf::fit_with`]).
+/// [`Sum`] workspace a fit of `d -> k` on `kernel` needs ([`FastIcaBuf::fit_with`]).
 pub fn fit_workspace_len_with<K: Kernel>(d: usize, k: usize, kernel: K) -> usize {
     fit_workspace_len_for(
         d,
@@ -52,7 +53,7 @@ const fn fit_workspace_len_for(d: usize, k: usize, unmix: usize, sources: usize)
     max + k * k + 3 * k
 }
 
-/// `f64` workspace [`FastIca::fit_white`] needs for `k` components: the start and the sources'
+/// [`Sum`] workspace [`FastIca::fit_white`] needs for `k` components: the start and the sources'
 /// scales (`k^2 + 3k`), and the larger of the iterations' and the source pass's needs.
 pub const fn white_fit_workspace_len(k: usize) -> usize {
     white_fit_workspace_len_for(
@@ -62,12 +63,25 @@ pub const fn white_fit_workspace_len(k: usize) -> usize {
     )
 }
 
-/// `f64` workspace [`FastIca::fit_white`] needs for `k` components on `kernel`.
+/// [`Sum`] workspace [`FastIca::fit_white`] needs for `k` components on `kernel`.
 pub fn white_fit_workspace_len_with<K: Kernel>(k: usize, kernel: K) -> usize {
     white_fit_workspace_len_for(
         k,
         unmix_workspace_len_with(k, kernel),
         source_moments_workspace_len(k, kernel),
+    )
+}
+
+/// [`Sum`] workspace [`FastIca::fit_white`] needs for `k` components on
+/// [`PortableRows`](crate::ica::PortableRows)`<rows>` (at `rows` = 64, on [`Portable`] too):
+/// `1 + 9k^2 + 8k + (2k + 1) rows`, the start and the sources' scales, the parallel pass's
+/// partial (`(2k + 1) rows` of it its block of rows held feature-major) and the update's
+/// decorrelation. [`FastIcaWorkspace`](crate::ica::FastIcaWorkspace) holds as much.
+pub const fn white_fit_workspace_len_rows(k: usize, rows: usize) -> usize {
+    white_fit_workspace_len_for(
+        k,
+        driver::unmix_workspace_len_for(k, crate::ica::stats::parallel_buffer_len_for(k, rows)),
+        1 + crate::ica::stats::source_buffer_len_for(k, rows) + 4 * k,
     )
 }
 
@@ -273,8 +287,8 @@ fn fit_model<T: Float, E: Executor<T>, K: Kernel>(
     opts: &FastIcaOptions,
     init: WInit<'_>,
     staging: &mut [T],
-    ws: &mut [f64],
-    on_iteration: &mut dyn FnMut(usize, f64),
+    ws: &mut [Sum],
+    on_iteration: &mut dyn FnMut(usize, Sum),
 ) -> Result<(IcaInfo, FitInfo)> {
     opts.check(d, k)?;
     let ws = prefix_mut(ws, fit_workspace_len_with(d, k, kernel))?;
@@ -331,8 +345,8 @@ fn fit_model_white<T: Float, E: Executor<T>, K: Kernel>(
     opts: &FastIcaOptions,
     init: WInit<'_>,
     staging: &mut [T],
-    ws: &mut [f64],
-    on_iteration: &mut dyn FnMut(usize, f64),
+    ws: &mut [Sum],
+    on_iteration: &mut dyn FnMut(usize, Sum),
 ) -> Result<IcaInfo> {
     let (d, k) = (whitener.n_features(), whitener.n_components());
     opts.check(d, k)?;
@@ -380,12 +394,12 @@ fn iterate_and_finish<T: Float, E: Executor<T>, K: Kernel>(
     d: usize,
     k: usize,
     opts: &FastIcaOptions,
-    w: &mut [f64],
-    moments3: &mut [f64],
-    ws: &mut [f64],
+    w: &mut [Sum],
+    moments3: &mut [Sum],
+    ws: &mut [Sum],
     n: u64,
     model: ModelParts<'_, T>,
-    on_iteration: &mut dyn FnMut(usize, f64),
+    on_iteration: &mut dyn FnMut(usize, Sum),
 ) -> Result<IcaInfo> {
     let info = driver::unmix(
         exec,
@@ -411,9 +425,9 @@ fn finish_model<T: Float, E: Executor<T>, K: Kernel>(
     d: usize,
     k: usize,
     opts: &FastIcaOptions,
-    w: &mut [f64],
-    moments3: &mut [f64],
-    ws: &mut [f64],
+    w: &mut [Sum],
+    moments3: &mut [Sum],
+    ws: &mut [Sum],
     n: u64,
     mut model: ModelParts<'_, T>,
 ) -> Result<()> {
@@ -436,7 +450,7 @@ fn finish_model<T: Float, E: Executor<T>, K: Kernel>(
                 }
                 1.0 / *c
             }
-            WhitenMode::ArbitraryVariance => 1.0 / libm::sqrt(n as f64),
+            WhitenMode::ArbitraryVariance => 1.0 / smath::sqrt(n as Sum),
             WhitenMode::None => 1.0,
         };
     }
@@ -463,27 +477,27 @@ fn finish_model<T: Float, E: Executor<T>, K: Kernel>(
     for i in 0..k {
         let wr = &w[i * k..(i + 1) * k];
         for (j, u) in unmixing[i * k..(i + 1) * k].iter_mut().enumerate() {
-            *u = T::from_f64(scale[i] * wr[j]);
+            *u = T::from_sum(scale[i] * wr[j]);
         }
         for j in 0..d {
-            let v: f64 = wr
+            let v: Sum = wr
                 .iter()
                 .enumerate()
-                .map(|(l, a)| a * whitening[l * d + j].to_f64())
+                .map(|(l, a)| a * whitening[l * d + j].to_sum())
                 .sum();
-            components[i * d + j] = T::from_f64(scale[i] * v);
+            components[i * d + j] = T::from_sum(scale[i] * v);
         }
     }
     // mixing = unwhitening W' diag(1 / c), the pseudo-inverse of diag(c) W whitening (W orthogonal).
     for r in 0..d {
         let ur = &unwhitening[r * k..(r + 1) * k];
         for i in 0..k {
-            let v: f64 = ur
+            let v: Sum = ur
                 .iter()
                 .zip(&w[i * k..(i + 1) * k])
-                .map(|(a, b)| a.to_f64() * b)
+                .map(|(a, b)| a.to_sum() * b)
                 .sum();
-            mixing[r * k + i] = T::from_f64(v / scale[i]);
+            mixing[r * k + i] = T::from_sum(v / scale[i]);
         }
     }
     if [&*unmixing, &*components, &*mixing]
@@ -573,14 +587,25 @@ fn split_scratch<'s, T: Float>(
 /// ```
 ///
 /// # Memory
-/// The model is `size_of::<T>() (D + 4KD + K + K^2)` bytes plus the [`IcaInfo`] and the
-/// whitener's [`FitInfo`] (about 48 bytes with padding): 392 bytes for `FastIca<f32, 4, 4>`.
-/// [`fit`](Self::fit) needs [`fit_scratch_len`]`(n, D, K)` values of `T` (the whitened rows and
-/// a staging model) and [`fit_workspace_len`]`(D, K)` `f64`s; [`fit_white`](Self::fit_white)
-/// needs [`model_len`]`(D, K)` values of `T` and [`white_fit_workspace_len`]`(K)` `f64`s (6 KB
-/// at K = 4), most of it the parallel pass's block of
-/// [`BLOCK_ROWS`](crate::ica::stats::BLOCK_ROWS) = 64 rows held feature-major (`(2K + 1) 64`
-/// values, 4608 bytes at K = 4), which lets the pass vectorise on a host.
+/// Every buffer is the caller's; sizes in bytes on a 32-bit target (Cortex-M), at `D = K = 4`
+/// with `T = f32`, for [`Sum`] = `f64` (default) / `f32` (the `f32-sums` feature):
+///
+/// | what | formula | `D = K = 4` |
+/// |---|---|---|
+/// | the model, `FastIca<T, D, K>` | `size_of::<T>() (D + 4KD + K + K^2)` + [`IcaInfo`] + the whitener's [`FitInfo`], padded | 392 / 384 |
+/// | [`fit_white`](Self::fit_white)'s staging model | `size_of::<T>()` [`model_len`]`(D, K)` = `size_of::<T>() (D + 4KD + K + K^2)` | 352 |
+/// | [`fit_white`](Self::fit_white)'s workspace, [`FastIcaWorkspace`](crate::ica::FastIcaWorkspace)`<D, K, ROWS>` | `size_of::<Sum>()` [`white_fit_workspace_len_rows`]`(K, ROWS)` = `size_of::<Sum>() (1 + 9K^2 + 8K + (2K + 1) ROWS)` | 6024 / 3012 at `ROWS` = 64; 2568 / 1284 at 16 |
+/// | [`fit`](Self::fit)'s scratch (whitened rows, staging model) | `size_of::<T>()` [`fit_scratch_len`]`(n, D, K)` = `size_of::<T>() (nK + model_len(D, K))` | `16 n + 352` |
+/// | [`fit`](Self::fit)'s workspace | `size_of::<Sum>()` [`fit_workspace_len`]`(D, K)` | 6024 / 3012 |
+///
+/// Besides: the [`Moments`](crate::moments::Moments) a streaming fit accumulates, the
+/// [`Whitener`] and its [`WhitenWorkspace`](crate::whiten::WhitenWorkspace) (each documents its
+/// size), and the samples. Most of the FastICA workspace is the parallel pass's block of `ROWS`
+/// rows held feature-major (`(2K + 1) ROWS` values), which lets the pass vectorise on a host;
+/// firmware short of RAM takes a smaller block with [`PortableRows`](crate::ica::PortableRows)
+/// (through [`FastIcaWorkspace::kernel`](crate::ica::FastIcaWorkspace::kernel)) at the cost of a
+/// few percent more instructions and different last bits. `firmware/` in the repository measures
+/// all of it on a Cortex-M4F.
 #[derive(Clone, Debug)]
 pub struct FastIca<T, const D: usize, const K: usize> {
     whitener: Whitener<T, D, K>,
@@ -625,7 +650,7 @@ impl<T: Float, const D: usize, const K: usize> FastIca<T, D, K> {
         opts: &FastIcaOptions,
         init: WInit<'_>,
         scratch: &mut [T],
-        ws: &mut [f64],
+        ws: &mut [Sum],
     ) -> Result<IcaInfo> {
         let (z, staging) = split_scratch(x, D, K, scratch)?;
         let mut exec = InMemory::new(x, z);
@@ -643,8 +668,8 @@ impl<T: Float, const D: usize, const K: usize> FastIca<T, D, K> {
         opts: &FastIcaOptions,
         init: WInit<'_>,
         staging: &mut [T],
-        ws: &mut [f64],
-        on_iteration: &mut dyn FnMut(usize, f64),
+        ws: &mut [Sum],
+        on_iteration: &mut dyn FnMut(usize, Sum),
     ) -> Result<IcaInfo> {
         let staging = prefix_mut(staging, model_len(D, K))?;
         let (info, whitening) =
@@ -669,8 +694,9 @@ impl<T: Float, const D: usize, const K: usize> FastIca<T, D, K> {
     /// place, say, when `D = K`) and runs the iterations and the source pass over them, so no
     /// `n x K` buffer is needed besides the samples. The model takes the whitener as it is.
     /// [`WhitenMode::None`] is [`Error::InvalidParameter`]. `staging` needs
-    /// [`model_len`]`(D, K)` elements and `ws` [`white_fit_workspace_len`]`(K)`. On error the
-    /// model is unchanged.
+    /// [`model_len`]`(D, K)` elements and `ws` [`white_fit_workspace_len`]`(K)` (or a
+    /// [`FastIcaWorkspace`](crate::ica::FastIcaWorkspace)'s [`as_mut_slice`](crate::ica::FastIcaWorkspace::as_mut_slice)
+    /// with its [`kernel`](crate::ica::FastIcaWorkspace::kernel)). On error the model is unchanged.
     #[allow(clippy::too_many_arguments)]
     pub fn fit_white<E: Executor<T>, Kn: Kernel>(
         &mut self,
@@ -680,7 +706,7 @@ impl<T: Float, const D: usize, const K: usize> FastIca<T, D, K> {
         opts: &FastIcaOptions,
         init: WInit<'_>,
         staging: &mut [T],
-        ws: &mut [f64],
+        ws: &mut [Sum],
     ) -> Result<IcaInfo> {
         let staging = prefix_mut(staging, model_len(D, K))?;
         let view = whitener.view();
@@ -770,7 +796,7 @@ impl<'a, T: Float> FastIcaBuf<'a, T> {
         opts: &FastIcaOptions,
         init: WInit<'_>,
         scratch: &mut [T],
-        ws: &mut [f64],
+        ws: &mut [Sum],
     ) -> Result<IcaInfo> {
         let (z, staging) = split_scratch(x, self.d, self.k, scratch)?;
         let mut exec = InMemory::new(x, z);
@@ -786,8 +812,8 @@ impl<'a, T: Float> FastIcaBuf<'a, T> {
         opts: &FastIcaOptions,
         init: WInit<'_>,
         staging: &mut [T],
-        ws: &mut [f64],
-        on_iteration: &mut dyn FnMut(usize, f64),
+        ws: &mut [Sum],
+        on_iteration: &mut dyn FnMut(usize, Sum),
     ) -> Result<IcaInfo> {
         let (d, k) = (self.d, self.k);
         let staging = prefix_mut(staging, model_len(d, k))?;
@@ -814,8 +840,8 @@ impl<'a, T: Float> FastIcaBuf<'a, T> {
         opts: &FastIcaOptions,
         init: WInit<'_>,
         staging: &mut [T],
-        ws: &mut [f64],
-        on_iteration: &mut dyn FnMut(usize, f64),
+        ws: &mut [Sum],
+        on_iteration: &mut dyn FnMut(usize, Sum),
     ) -> Result<IcaInfo> {
         let (d, k) = (self.d, self.k);
         if (whitener.n_features(), whitener.n_components()) != (d, k) {

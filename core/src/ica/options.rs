@@ -2,6 +2,7 @@
 //! start.
 
 use crate::error::{Error, Result, prefix_mut};
+use crate::float::Sum;
 use crate::ica::contrast::{ContrastKind, LogCosh};
 use crate::random::Normals;
 use crate::whiten::{Method, Rotation, WhitenOptions};
@@ -47,7 +48,7 @@ pub struct IcaOptions {
     /// Iteration cap (per row for deflation), at least 1. Default 200.
     pub max_iter: usize,
     /// Stop when the change falls below this, `>= 0`. Default `1e-4`.
-    pub tol: f64,
+    pub tol: Sum,
 }
 
 impl IcaOptions {
@@ -82,14 +83,14 @@ pub struct IcaInfo {
     /// Whether every change fell below `tol` within `max_iter`.
     pub converged: bool,
     /// The last change (deflation: the largest last change over the rows).
-    pub last_change: f64,
+    pub last_change: Sum,
 }
 
 /// Where the start `W` comes from.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum WInit<'a> {
     /// A given `k x k` matrix, row-major (scikit-learn's `w_init`).
-    Matrix(&'a [f64]),
+    Matrix(&'a [Sum]),
     /// Standard normals from [`Normals::new(seed)`](Normals), row-major (like scikit-learn's
     /// `random_state`, with our generator).
     Seed(u64),
@@ -105,7 +106,7 @@ pub struct FastIcaOptions {
     /// scikit-learn's `whiten`.
     pub whiten: WhitenMode,
     /// Relative eigenvalue threshold of the whitening's rank test.
-    pub rank_rtol: f64,
+    pub rank_rtol: Sum,
     /// Order components by |excess kurtosis| and sign them to positive skewness.
     pub canonical: bool,
 }
@@ -162,7 +163,7 @@ impl Default for FastIcaOptions {
 }
 
 /// Writes the start matrix (`k x k`) into `w`.
-pub(crate) fn start_matrix(init: WInit<'_>, k: usize, w: &mut [f64]) -> Result<()> {
+pub(crate) fn start_matrix(init: WInit<'_>, k: usize, w: &mut [Sum]) -> Result<()> {
     let w = prefix_mut(w, k * k)?;
     match init {
         WInit::Matrix(m) => {
@@ -174,7 +175,7 @@ pub(crate) fn start_matrix(init: WInit<'_>, k: usize, w: &mut [f64]) -> Result<(
             }
             w.copy_from_slice(m);
         }
-        WInit::Seed(seed) => Normals::new(seed).fill(w),
+        WInit::Seed(seed) => Normals::new(seed).fill_sum(w),
     }
     Ok(())
 }

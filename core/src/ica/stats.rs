@@ -13,6 +13,7 @@
 
 use crate::error::{Error, Result, prefix_mut};
 use crate::float::Float;
+use crate::float::Sum;
 use crate::ica::contrast::Contrast;
 use crate::ica::kernel::{Kernel, Portable};
 use crate::moments::check_rows;
@@ -24,12 +25,12 @@ pub const CHUNK: usize = 4096;
 #[derive(Debug)]
 struct Sums<'a> {
     rows: u64,
-    total: &'a mut [f64],
-    partial: &'a mut [f64],
+    total: &'a mut [Sum],
+    partial: &'a mut [Sum],
 }
 
 impl<'a> Sums<'a> {
-    fn new(len: usize, buf: &'a mut [f64]) -> Result<Self> {
+    fn new(len: usize, buf: &'a mut [Sum]) -> Result<Self> {
         let buf = prefix_mut(buf, 2 * len)?;
         buf.fill(0.0);
         let (total, partial) = buf.split_at_mut(len);
@@ -40,7 +41,7 @@ impl<'a> Sums<'a> {
         })
     }
     /// Sums over `rows` rows already in `buf` (as [`Sums::new`] left it), not zeroed.
-    fn resume(len: usize, buf: &'a mut [f64], rows: u64) -> Result<Self> {
+    fn resume(len: usize, buf: &'a mut [Sum], rows: u64) -> Result<Self> {
         let buf = prefix_mut(buf, 2 * len)?;
         let (total, partial) = buf.split_at_mut(len);
         Ok(Self {
@@ -81,7 +82,7 @@ impl<'a> Sums<'a> {
         Ok(())
     }
     /// `total + partial` into `out`; fails on overflow.
-    fn finish(&self, out: &mut [f64]) -> Result<u64> {
+    fn finish(&self, out: &mut [Sum]) -> Result<u64> {
         for ((o, t), p) in out
             .iter_mut()
             .zip(self.total.iter())
@@ -103,23 +104,30 @@ impl<'a> Sums<'a> {
 
 /// Converts row `r` of `z` to f64 in `out`.
 #[inline]
-fn load_row<T: Float>(z: &[T], out: &mut [f64]) {
+fn load_row<T: Float>(z: &[T], out: &mut [Sum]) {
     for (o, v) in out.iter_mut().zip(z) {
-        *o = v.to_f64();
+        *o = v.to_sum();
     }
 }
 
 /// Rows per block of the parallel pass: rows are gathered feature-major so that `W z`, `g` and
 /// `G += g z'` run as contiguous, vectorisable loops. Blocks start at multiples of `BLOCK_ROWS`
 /// from the first row of the pass and divide [`CHUNK`].
+///
+/// This is the [`Portable`] kernel's block; the block is tunable through the kernel's
+/// [`block_rows`](Kernel::block_rows): [`PortableRows<ROWS>`](crate::ica::PortableRows) is the
+/// same kernel with `ROWS` rows, and [`FastIcaWorkspace<D, K, ROWS>`](crate::ica::FastIcaWorkspace)
+/// holds the workspace it needs. The block costs `(2K + 1) ROWS` values of [`Sum`] in the
+/// parallel pass's partial (4608 bytes of `f64` at K = 4, ROWS = 64; see
+/// [`FastIca`](crate::ica::FastIca)'s memory table). The parallel pass's bits depend on it.
 pub const BLOCK_ROWS: usize = 64;
 
 /// `sum v` over four fixed lanes: vectorisable, and the same bits for the same input.
 #[inline(always)]
-fn sum_lanes(v: &[f64]) -> f64 {
-    let mut acc = [0.0f64; 4];
+fn sum_lanes(v: &[Sum]) -> Sum {
+    let mut acc = [0.0 as Sum; 4];
     let chunks = v.chunks_exact(4);
-    let tail: f64 = chunks.remainder().iter().sum();
+    let tail: Sum = chunks.remainder().iter().sum();
     for c in chunks {
         for l in 0..4 {
             acc[l] += c[l];
@@ -151,20 +159,20 @@ pub struct ParallelStats<'a, K = Portable> {
     k: usize,
     block: usize,
     sums: Sums<'a>,
-    w: &'a mut [f64],
-    zb: &'a mut [f64],
-    yb: &'a mut [f64],
-    gp: &'a mut [f64],
+    w: &'a mut [Sum],
+    zb: &'a mut [Sum],
+    yb: &'a mut [Sum],
+    gp: &'a mut [Sum],
     pending: usize,
 }
 
 impl<'a> ParallelStats<'a> {
-    /// `f64` elements of buffer needed for `k` components.
+    /// [`Sum`] elements of buffer needed for `k` components.
     pub const fn buffer_len(k: usize) -> usize {
         parallel_buffer_len(k)
     }
     /// Empty statistics for `k` components in `buf`, on the [`Portable`] kernel.
-    pub fn new(k: usize, buf: &'a mut [f64]) -> Result<Self> {
+    pub fn new(k: usize, buf: &'a mut [Sum]) -> Result<Self> {
         Self::with_kernel(k, buf, Portable)
     }
 }
@@ -172,18 +180,18 @@ impl<'a> ParallelStats<'a> {
 impl<'a, K: Kernel> ParallelStats<'a, K> {
     /// Empty statistics for `k` components in `buf` whose dense products run on `kernel`.
     /// `buf` needs [`buffer_len_with`](Self::buffer_len_with)`(k, kernel)` elements.
-    pub fn with_kernel(k: usize, buf: &'a mut [f64], kernel: K) -> Result<Self> {
+    pub fn with_kernel(k: usize, buf: &'a mut [Sum], kernel: K) -> Result<Self> {
         let buf = prefix_mut(buf, Self::buffer_len_with(k, kernel))?;
         buf.fill(0.0);
         Self::resume(k, buf, 0, kernel)
     }
-    /// `f64` elements of buffer needed for `k` components on `kernel` (its
+    /// [`Sum`] elements of buffer needed for `k` components on `kernel` (its
     /// [`block_rows`](Kernel::block_rows)).
     pub fn buffer_len_with(k: usize, kernel: K) -> usize {
         parallel_buffer_len_for(k, kernel.block_rows(k))
     }
     /// Statistics of `rows` flushed rows already in `buf` (as another `ParallelStats` left it).
-    pub(crate) fn resume(k: usize, buf: &'a mut [f64], rows: u64, kernel: K) -> Result<Self> {
+    pub(crate) fn resume(k: usize, buf: &'a mut [Sum], rows: u64, kernel: K) -> Result<Self> {
         let block = kernel.block_rows(k);
         if block == 0 || CHUNK % block != 0 {
             return Err(Error::InvalidParameter(
@@ -211,7 +219,7 @@ impl<'a, K: Kernel> ParallelStats<'a, K> {
     #[cfg_attr(target_arch = "x86_64", inline(always))] // into the CLI's AVX2 code (harness simd.rs)
     pub fn accumulate<T: Float, C: Contrast>(
         &mut self,
-        w: &[f64],
+        w: &[Sum],
         z: &[T],
         contrast: &C,
     ) -> Result<()> {
@@ -234,7 +242,7 @@ impl<'a, K: Kernel> ParallelStats<'a, K> {
             for (j, col) in self.zb.chunks_exact_mut(self.block).enumerate() {
                 let col = &mut col[self.pending..self.pending + take];
                 for (c, zr) in col.iter_mut().zip(head.chunks_exact(k)) {
-                    *c = zr[j].to_f64();
+                    *c = zr[j].to_sum();
                 }
             }
             self.pending += take;
@@ -288,7 +296,7 @@ impl<'a, K: Kernel> ParallelStats<'a, K> {
         self.pending = 0;
     }
     /// `(G, b)` sums into `out` after a flush; returns the row count.
-    pub(crate) fn finish<C: Contrast>(&mut self, contrast: &C, out: &mut [f64]) -> Result<u64> {
+    pub(crate) fn finish<C: Contrast>(&mut self, contrast: &C, out: &mut [Sum]) -> Result<u64> {
         self.flush(contrast);
         self.sums.finish(out)
     }
@@ -299,16 +307,16 @@ impl<'a, K: Kernel> ParallelStats<'a, K> {
 pub struct DeflationStats<'a> {
     k: usize,
     sums: Sums<'a>,
-    row: &'a mut [f64],
+    row: &'a mut [Sum],
 }
 
 impl<'a> DeflationStats<'a> {
-    /// `f64` elements of buffer needed for `k` components.
+    /// [`Sum`] elements of buffer needed for `k` components.
     pub const fn buffer_len(k: usize) -> usize {
         2 * (k + 1) + k
     }
     /// Empty statistics in `buf`.
-    pub fn new(k: usize, buf: &'a mut [f64]) -> Result<Self> {
+    pub fn new(k: usize, buf: &'a mut [Sum]) -> Result<Self> {
         let buf = prefix_mut(buf, Self::buffer_len(k))?;
         let (sums, row) = buf.split_at_mut(2 * (k + 1));
         Ok(Self {
@@ -318,7 +326,7 @@ impl<'a> DeflationStats<'a> {
         })
     }
     /// Statistics of `rows` rows already in `buf` (as another `DeflationStats` left it).
-    pub(crate) fn resume(k: usize, buf: &'a mut [f64], rows: u64) -> Result<Self> {
+    pub(crate) fn resume(k: usize, buf: &'a mut [Sum], rows: u64) -> Result<Self> {
         let buf = prefix_mut(buf, Self::buffer_len(k))?;
         let (sums, row) = buf.split_at_mut(2 * (k + 1));
         Ok(Self {
@@ -331,7 +339,7 @@ impl<'a> DeflationStats<'a> {
     #[cfg_attr(target_arch = "x86_64", inline(always))] // into the CLI's AVX2 code (harness simd.rs)
     pub fn accumulate<T: Float, C: Contrast>(
         &mut self,
-        w: &[f64],
+        w: &[Sum],
         z: &[T],
         contrast: &C,
     ) -> Result<()> {
@@ -345,7 +353,7 @@ impl<'a> DeflationStats<'a> {
         }
         for zr in z.chunks_exact(k) {
             load_row(zr, self.row);
-            let y: f64 = w.iter().zip(self.row.iter()).map(|(a, b)| a * b).sum();
+            let y: Sum = w.iter().zip(self.row.iter()).map(|(a, b)| a * b).sum();
             let (g, gp) = contrast.eval(y);
             for (acc, zj) in self.sums.partial[..k].iter_mut().zip(self.row.iter()) {
                 *acc += zj * g;
@@ -367,7 +375,7 @@ impl<'a> DeflationStats<'a> {
     pub fn reset(&mut self) {
         self.sums.reset();
     }
-    pub(crate) fn finish(&self, out: &mut [f64]) -> Result<u64> {
+    pub(crate) fn finish(&self, out: &mut [Sum]) -> Result<u64> {
         self.sums.finish(out)
     }
 }
@@ -382,23 +390,23 @@ pub struct SourceStats<'a, K = Portable> {
     k: usize,
     block: usize,
     sums: Sums<'a>,
-    w: &'a mut [f64],
-    zb: &'a mut [f64],
-    yb: &'a mut [f64],
+    w: &'a mut [Sum],
+    zb: &'a mut [Sum],
+    yb: &'a mut [Sum],
 }
 
 /// [`SourceStats`] buffer for `k` components in blocks of `block_rows` rows.
-const fn source_buffer_len_for(k: usize, block_rows: usize) -> usize {
+pub(crate) const fn source_buffer_len_for(k: usize, block_rows: usize) -> usize {
     2 * 4 * k + k * k + 2 * k * block_rows
 }
 
 impl<'a> SourceStats<'a> {
-    /// `f64` elements of buffer needed for `k` components (portable kernel).
+    /// [`Sum`] elements of buffer needed for `k` components (portable kernel).
     pub const fn buffer_len(k: usize) -> usize {
         source_buffer_len_for(k, BLOCK_ROWS)
     }
     /// Empty statistics in `buf`, on the [`Portable`] kernel.
-    pub fn new(k: usize, buf: &'a mut [f64]) -> Result<Self> {
+    pub fn new(k: usize, buf: &'a mut [Sum]) -> Result<Self> {
         Self::with_kernel(k, buf, Portable)
     }
 }
@@ -406,17 +414,17 @@ impl<'a> SourceStats<'a> {
 impl<'a, K: Kernel> SourceStats<'a, K> {
     /// Empty statistics in `buf` ([`buffer_len_with`](Self::buffer_len_with) elements), unmixing
     /// on `kernel`.
-    pub fn with_kernel(k: usize, buf: &'a mut [f64], kernel: K) -> Result<Self> {
+    pub fn with_kernel(k: usize, buf: &'a mut [Sum], kernel: K) -> Result<Self> {
         let buf = prefix_mut(buf, Self::buffer_len_with(k, kernel))?;
         buf.fill(0.0);
         Self::resume(k, buf, 0, kernel)
     }
-    /// `f64` elements of buffer needed for `k` components on `kernel`.
+    /// [`Sum`] elements of buffer needed for `k` components on `kernel`.
     pub fn buffer_len_with(k: usize, kernel: K) -> usize {
         source_buffer_len_for(k, kernel.block_rows(k))
     }
     /// Statistics of `rows` rows already in `buf` (as another `SourceStats` left it).
-    pub(crate) fn resume(k: usize, buf: &'a mut [f64], rows: u64, kernel: K) -> Result<Self> {
+    pub(crate) fn resume(k: usize, buf: &'a mut [Sum], rows: u64, kernel: K) -> Result<Self> {
         let block = kernel.block_rows(k);
         if block == 0 || CHUNK % block != 0 {
             return Err(Error::InvalidParameter(
@@ -439,7 +447,7 @@ impl<'a, K: Kernel> SourceStats<'a, K> {
     }
     /// Adds white rows `z` (`n x k`) unmixed by `w` (`k x k`).
     #[cfg_attr(target_arch = "x86_64", inline(always))] // into the CLI's AVX2 code (harness simd.rs)
-    pub fn accumulate<T: Float>(&mut self, w: &[f64], z: &[T]) -> Result<()> {
+    pub fn accumulate<T: Float>(&mut self, w: &[Sum], z: &[T]) -> Result<()> {
         let (k, block) = (self.k, self.block);
         check_rows(z, k, self.sums.rows)?;
         if w.len() != k * k {
@@ -456,7 +464,7 @@ impl<'a, K: Kernel> SourceStats<'a, K> {
             let (rows, tail) = rest.split_at(n * k);
             for (j, col) in self.zb.chunks_exact_mut(block).enumerate() {
                 for (c, zr) in col[..n].iter_mut().zip(rows.chunks_exact(k)) {
-                    *c = zr[j].to_f64();
+                    *c = zr[j].to_sum();
                 }
             }
             self.kernel
@@ -488,7 +496,7 @@ impl<'a, K: Kernel> SourceStats<'a, K> {
     pub fn reset(&mut self) {
         self.sums.reset();
     }
-    pub(crate) fn finish(&self, out: &mut [f64]) -> Result<u64> {
+    pub(crate) fn finish(&self, out: &mut [Sum]) -> Result<u64> {
         self.sums.finish(out)
     }
 }

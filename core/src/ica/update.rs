@@ -1,4 +1,4 @@
-//! FastICA's update equations, on `f64` matrices in caller buffers (scikit-learn's conventions).
+//! FastICA's update equations, on [`Sum`] matrices in caller buffers (scikit-learn's conventions).
 //!
 //! Parallel: `W <- sym(E[g(W z) z'] - diag(E[g'(W z)]) W)` with `sym(M) = (M M')^(-1/2) M`; the
 //! change is `max_i | |<w_i_new, w_i_old>| - 1 |`.
@@ -6,16 +6,17 @@
 //! normalise; the change is `| |<w_new, w_old>| - 1 |`.
 
 use crate::error::{Error, Result, prefix_mut};
+use crate::float::{Sum, smath};
 use crate::linalg::{dot, symmetric_eigen};
 
-/// `f64` workspace [`sym_decorrelation`] needs for `k x k`.
+/// [`Sum`] workspace [`sym_decorrelation`] needs for `k x k`.
 pub const fn sym_workspace_len(k: usize) -> usize {
     3 * k * k + 2 * k
 }
 
 /// `W <- (W W')^(-1/2) W`, the nearest matrix with orthonormal rows. Eigenvalues of `W W'` below
 /// `f64::MIN_POSITIVE` are raised to it, as scikit-learn clips at `finfo.tiny`.
-pub fn sym_decorrelation(w: &mut [f64], k: usize, ws: &mut [f64]) -> Result<()> {
+pub fn sym_decorrelation(w: &mut [Sum], k: usize, ws: &mut [Sum]) -> Result<()> {
     let ws = prefix_mut(ws, sym_workspace_len(k))?;
     let (m, rest) = ws.split_at_mut(k * k);
     let (values, rest) = rest.split_at_mut(k);
@@ -26,7 +27,7 @@ pub fn sym_decorrelation(w: &mut [f64], k: usize, ws: &mut [f64]) -> Result<()> 
     // P = sum_l v_l v_l' / sqrt(s_l)
     p.fill(0.0);
     for (l, v) in m.chunks_exact(k).enumerate() {
-        let inv = 1.0 / libm::sqrt(values[l].max(f64::MIN_POSITIVE));
+        let inv = 1.0 / smath::sqrt(values[l].max(Sum::MIN_POSITIVE));
         for i in 0..k {
             let vi = v[i] * inv;
             for j in 0..k {
@@ -54,13 +55,13 @@ pub fn sym_decorrelation(w: &mut [f64], k: usize, ws: &mut [f64]) -> Result<()> 
 /// `m = w w'` (`k x k`, both triangles): each entry is [`dot`]'s sum (over `l` in order, from
 /// `-0.0`), four entries of a row at a time so that their additions overlap. The same bits as a
 /// `dot` per entry, in about a quarter of the time (a lone `dot` waits on each addition).
-fn gram_upper(w: &[f64], k: usize, m: &mut [f64]) {
+fn gram_upper(w: &[Sum], k: usize, m: &mut [Sum]) {
     for i in 0..k {
         let wi = &w[i * k..(i + 1) * k];
         let mut j = i;
         while j + 4 <= k {
             let rows = &w[j * k..(j + 4) * k];
-            let mut acc = [-0.0f64; 4];
+            let mut acc = [-0.0 as Sum; 4];
             for (l, a) in wi.iter().enumerate() {
                 for (q, s) in acc.iter_mut().enumerate() {
                     *s += *a * rows[q * k + l];
@@ -82,7 +83,7 @@ fn gram_upper(w: &[f64], k: usize, m: &mut [f64]) {
 
 /// Checks that `w` (`k x k`) is usable as a start: every row nonzero and `W W'` not singular
 /// (smallest eigenvalue above `1e-12` of the largest).
-pub fn check_start(w: &[f64], k: usize, ws: &mut [f64]) -> Result<()> {
+pub fn check_start(w: &[Sum], k: usize, ws: &mut [Sum]) -> Result<()> {
     if w.len() != k * k {
         return Err(Error::DimensionMismatch {
             expected: k * k,
@@ -110,10 +111,10 @@ pub fn check_start(w: &[f64], k: usize, ws: &mut [f64]) -> Result<()> {
 
 /// One parallel step from the pass sums `gb` (`G` row-major `k x k`, then `b`, `k`) over `n` rows.
 /// Replaces `w` and returns the change.
-pub fn parallel_step(w: &mut [f64], gb: &[f64], n: u64, k: usize, ws: &mut [f64]) -> Result<f64> {
+pub fn parallel_step(w: &mut [Sum], gb: &[Sum], n: u64, k: usize, ws: &mut [Sum]) -> Result<Sum> {
     let ws = prefix_mut(ws, k * k + sym_workspace_len(k))?;
     let (w1, sym_ws) = ws.split_at_mut(k * k);
-    let inv_n = 1.0 / n as f64;
+    let inv_n = 1.0 / n as Sum;
     for i in 0..k {
         let beta = gb[k * k + i] * inv_n;
         for j in 0..k {
@@ -121,7 +122,7 @@ pub fn parallel_step(w: &mut [f64], gb: &[f64], n: u64, k: usize, ws: &mut [f64]
         }
     }
     sym_decorrelation(w1, k, sym_ws)?;
-    let mut change: f64 = 0.0;
+    let mut change: Sum = 0.0;
     for i in 0..k {
         let c = dot(&w1[i * k..(i + 1) * k], &w[i * k..(i + 1) * k]);
         change = change.max((c.abs() - 1.0).abs());
@@ -133,15 +134,15 @@ pub fn parallel_step(w: &mut [f64], gb: &[f64], n: u64, k: usize, ws: &mut [f64]
 /// One deflation step for row `j` of `w` from the pass sums `sb` (`s`, `k`, then `b`) over `n`
 /// rows; rows `0..j` are the components already found. Returns the change.
 pub fn deflation_step(
-    w: &mut [f64],
+    w: &mut [Sum],
     j: usize,
-    sb: &[f64],
+    sb: &[Sum],
     n: u64,
     k: usize,
-    ws: &mut [f64],
-) -> Result<f64> {
+    ws: &mut [Sum],
+) -> Result<Sum> {
     let w1 = prefix_mut(ws, k)?;
-    let inv_n = 1.0 / n as f64;
+    let inv_n = 1.0 / n as Sum;
     let beta = sb[k] * inv_n;
     let (done, rest) = w.split_at_mut(j * k);
     let current = &mut rest[..k];
@@ -149,7 +150,7 @@ pub fn deflation_step(
         w1[i] = sb[i] * inv_n - beta * current[i];
     }
     gram_schmidt(w1, done, k);
-    let norm = libm::sqrt(dot(w1, w1));
+    let norm = smath::sqrt(dot(w1, w1));
     if norm.is_nan() || norm <= 0.0 || !norm.is_finite() {
         return Err(Error::Overflow);
     }
@@ -163,7 +164,7 @@ pub fn deflation_step(
 
 /// `w <- w - (w W') W` for orthonormal rows `W`: scikit-learn's `_gs_decorrelation`, in the
 /// modified form (equal in exact arithmetic for orthonormal rows, and at least as accurate).
-pub fn gram_schmidt(w: &mut [f64], rows: &[f64], k: usize) {
+pub fn gram_schmidt(w: &mut [Sum], rows: &[Sum], k: usize) {
     for prev in rows.chunks_exact(k) {
         let p = dot(w, prev);
         for (x, y) in w.iter_mut().zip(prev) {
@@ -172,13 +173,13 @@ pub fn gram_schmidt(w: &mut [f64], rows: &[f64], k: usize) {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(feature = "f32-sums")))]
 mod tests {
     use super::*;
 
     /// The decorrelation as it was written before its loops were reordered: a `dot` per entry
     /// of `W W'`, an iterator sum per entry of `P W`.
-    fn reference(w: &mut [f64], k: usize) {
+    fn reference(w: &mut [Sum], k: usize) {
         let mut m = [0.0; 400];
         let (mut values, mut work) = ([0.0; 20], [0.0; 20]);
         for i in 0..k {
@@ -191,7 +192,7 @@ mod tests {
         symmetric_eigen(&mut m[..k * k], k, &mut values[..k], &mut work[..k]).unwrap();
         let mut p = [0.0; 400];
         for (l, v) in m[..k * k].chunks_exact(k).enumerate() {
-            let inv = 1.0 / libm::sqrt(values[l].max(f64::MIN_POSITIVE));
+            let inv = 1.0 / smath::sqrt(values[l].max(Sum::MIN_POSITIVE));
             for i in 0..k {
                 let vi = v[i] * inv;
                 for j in 0..k {
@@ -213,7 +214,7 @@ mod tests {
         for k in [1, 3, 4, 7, 20] {
             let mut w = [0.0; 400];
             for (i, v) in w[..k * k].iter_mut().enumerate() {
-                *v = libm::sin(i as f64 * 0.7 + 0.3) + if i % (k + 1) == 0 { 2.0 } else { 0.0 };
+                *v = libm::sin(i as Sum * 0.7 + 0.3) + if i % (k + 1) == 0 { 2.0 } else { 0.0 };
             }
             if k > 3 {
                 w[1] = -0.0;

@@ -45,6 +45,7 @@
 
 use crate::error::{Error, Result, prefix_mut};
 use crate::float::Float;
+use crate::float::{Sum, smath};
 use crate::ica::{self, FastIcaBuf, FastIcaOptions, FastIcaView, WInit};
 use crate::linalg::{polar_factor, polar_workspace_len, symmetric_eigen};
 use crate::metrics::assignment::{self, UNASSIGNED, linear_sum_assignment};
@@ -83,7 +84,7 @@ impl MapKind {
 
 /// Eigenvalues of `C_BB` below this fraction of the largest make `B` rank-deficient for the
 /// linear map (the whitening's default threshold).
-pub const RANK_RTOL: f64 = 1e-10;
+pub const RANK_RTOL: Sum = 1e-10;
 
 /// The joint mean and covariance of `[A, B]`: everything the fits need, as a mergeable reduction.
 ///
@@ -101,16 +102,16 @@ pub struct AlignmentMoments<'a> {
     da: usize,
     db: usize,
     joint: MomentsBuf<'a>,
-    rows: &'a mut [f64],
+    rows: &'a mut [Sum],
 }
 
 impl<'a> AlignmentMoments<'a> {
-    /// `f64` elements of storage for `da` and `db` features.
+    /// [`Sum`] elements of storage for `da` and `db` features.
     pub const fn buffer_len(da: usize, db: usize) -> usize {
         MomentsBuf::buffer_len(da + db) + BLOCK * (da + db)
     }
     /// Takes [`buffer_len`](Self::buffer_len) elements of `buf`; `da, db >= 1`.
-    pub fn new(da: usize, db: usize, buf: &'a mut [f64]) -> Result<Self> {
+    pub fn new(da: usize, db: usize, buf: &'a mut [Sum]) -> Result<Self> {
         if da == 0 || db == 0 {
             return Err(Error::InvalidParameter(
                 "both representations need at least one dimension",
@@ -147,7 +148,7 @@ impl<'a> AlignmentMoments<'a> {
                 .zip(cb.chunks_exact(db))
             {
                 for (o, x) in row.iter_mut().zip(ra.iter().chain(rb)) {
-                    *o = x.to_f64();
+                    *o = x.to_sum();
                 }
             }
             self.joint.accumulate(&self.rows[..m * d])?;
@@ -165,7 +166,7 @@ impl<'a> AlignmentMoments<'a> {
     }
 }
 
-/// `f64` elements of a fitted set of maps: `mean_A` (`da`) | `mean_B` (`db`) | the four maps
+/// [`Sum`] elements of a fitted set of maps: `mean_A` (`da`) | `mean_B` (`db`) | the four maps
 /// (`da x db` each, row-major, in [`MapKind::ALL`] order).
 pub const fn maps_len(da: usize, db: usize) -> usize {
     da + db + 4 * da * db
@@ -176,12 +177,12 @@ pub const fn maps_len(da: usize, db: usize) -> usize {
 pub struct Maps<'a> {
     da: usize,
     db: usize,
-    data: &'a [f64],
+    data: &'a [Sum],
 }
 
 impl<'a> Maps<'a> {
     /// Views `data` laid out as [`maps_len`] describes.
-    pub fn from_parts(da: usize, db: usize, data: &'a [f64]) -> Result<Self> {
+    pub fn from_parts(da: usize, db: usize, data: &'a [Sum]) -> Result<Self> {
         if data.len() < maps_len(da, db) {
             return Err(Error::BufferTooSmall {
                 needed: maps_len(da, db),
@@ -191,15 +192,15 @@ impl<'a> Maps<'a> {
         Ok(Self { da, db, data })
     }
     /// `A`'s mean.
-    pub fn mean_a(&self) -> &'a [f64] {
+    pub fn mean_a(&self) -> &'a [Sum] {
         &self.data[..self.da]
     }
     /// `B`'s mean.
-    pub fn mean_b(&self) -> &'a [f64] {
+    pub fn mean_b(&self) -> &'a [Sum] {
         &self.data[self.da..self.da + self.db]
     }
     /// The `da x db` matrix of one map.
-    pub fn map(&self, kind: MapKind) -> &'a [f64] {
+    pub fn map(&self, kind: MapKind) -> &'a [Sum] {
         let size = self.da * self.db;
         let start = self.da + self.db + kind.index() * size;
         &self.data[start..start + size]
@@ -228,8 +229,8 @@ pub fn fit_maps<T: Float>(
     db: usize,
     ica_a: &FastIcaView<'_, T>,
     ica_b: &FastIcaView<'_, T>,
-    out: &mut [f64],
-    ws_f64: &mut [f64],
+    out: &mut [Sum],
+    ws_f64: &mut [Sum],
     ws_usize: &mut [usize],
 ) -> Result<()> {
     if moments.dim() != da + db {
@@ -279,7 +280,7 @@ pub fn fit_maps<T: Float>(
     // Permutation: assignment on |correlation|, signs from it.
     for i in 0..da {
         for j in 0..db {
-            let v = libm::sqrt(com(i, i) * com(da + j, da + j));
+            let v = smath::sqrt(com(i, i) * com(da + j, da + j));
             corr[i * db + j] = if v > 0.0 { cab[i * db + j] / v } else { 0.0 };
             tmp[i * db + j] = corr[i * db + j].abs();
         }
@@ -316,7 +317,7 @@ pub fn fit_maps<T: Float>(
     for i in 0..da {
         for k in 0..db {
             let v = &cbb[k * db..(k + 1) * db];
-            let dotv: f64 = cab[i * db..(i + 1) * db]
+            let dotv: Sum = cab[i * db..(i + 1) * db]
                 .iter()
                 .zip(v)
                 .map(|(x, y)| x * y)
@@ -340,17 +341,17 @@ pub fn fit_maps<T: Float>(
         for j in 0..kb {
             let mut s = 0.0;
             for q in 0..db {
-                s += cab[p * db + q] * cb[j * db + q].to_f64();
+                s += cab[p * db + q] * cb[j * db + q].to_sum();
             }
             tmp[p * kb + j] = s;
         }
     }
-    let variance = |c: &[T], d: usize, offset: usize, i: usize| -> f64 {
+    let variance = |c: &[T], d: usize, offset: usize, i: usize| -> Sum {
         let row = &c[i * d..(i + 1) * d];
         let mut s = 0.0;
         for p in 0..d {
             for q in 0..d {
-                s += row[p].to_f64() * com(offset + p, offset + q) * row[q].to_f64();
+                s += row[p].to_sum() * com(offset + p, offset + q) * row[q].to_sum();
             }
         }
         s
@@ -361,12 +362,12 @@ pub fn fit_maps<T: Float>(
         for j in 0..kb {
             let mut s = 0.0;
             for p in 0..da {
-                s += ca[i * da + p].to_f64() * tmp[p * kb + j];
+                s += ca[i * da + p].to_sum() * tmp[p * kb + j];
             }
             corr[i * kb + j] = s;
         }
         for j in 0..kb {
-            let v = libm::sqrt(vi * variance(cb, db, da, j));
+            let v = smath::sqrt(vi * variance(cb, db, da, j));
             corr[i * kb + j] = if v > 0.0 { corr[i * kb + j] / v } else { 0.0 };
         }
     }
@@ -382,12 +383,12 @@ pub fn fit_maps<T: Float>(
         let sign = if corr[i * kb + j] < 0.0 { -1.0 } else { 1.0 };
         // M += mixing_A[:, i] * sign * cB[j, :].
         for r in 0..da {
-            let f = sign * mix_a[r * ka + i].to_f64();
+            let f = sign * mix_a[r * ka + i].to_sum();
             for (m, c) in m_ica[r * db..(r + 1) * db]
                 .iter_mut()
                 .zip(&cb[j * db..(j + 1) * db])
             {
-                *m += f * c.to_f64();
+                *m += f * c.to_sum();
             }
         }
     }
@@ -400,11 +401,11 @@ pub fn fit_maps<T: Float>(
 /// Maximum-|correlation| assignment of the `nr x nc` `abs_corr`: each row's column (or
 /// [`UNASSIGNED`]) into `pairs`.
 fn match_abs(
-    abs_corr: &[f64],
+    abs_corr: &[Sum],
     nr: usize,
     nc: usize,
     pairs: &mut [usize],
-    scratch: &mut [f64],
+    scratch: &mut [Sum],
     wu: &mut [usize],
 ) -> Result<()> {
     linear_sum_assignment(abs_corr, nr, nc, true, &mut pairs[..nr], scratch, wu)?;
@@ -416,26 +417,26 @@ fn match_abs(
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct ErrorSums {
     n: u64,
-    sum: [f64; 4],
-    sum_sq: [f64; 4],
-    max_radius_sq: f64,
+    sum: [Sum; 4],
+    sum_sq: [Sum; 4],
+    max_radius_sq: Sum,
 }
 
 /// One number per map.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Errors {
     /// Signed permutation.
-    pub permutation: f64,
+    pub permutation: Sum,
     /// Orthogonal Procrustes plus translation.
-    pub rigid: f64,
+    pub rigid: Sum,
     /// Least-squares affine map.
-    pub linear: f64,
+    pub linear: Sum,
     /// Through FastICA's matched sources.
-    pub ica: f64,
+    pub ica: Sum,
 }
 
 impl Errors {
-    fn from_array(v: [f64; 4]) -> Self {
+    fn from_array(v: [Sum; 4]) -> Self {
         Self {
             permutation: v[0],
             rigid: v[1],
@@ -444,7 +445,7 @@ impl Errors {
         }
     }
     /// The error of one map.
-    pub fn get(&self, kind: MapKind) -> f64 {
+    pub fn get(&self, kind: MapKind) -> Sum {
         match kind {
             MapKind::Permutation => self.permutation,
             MapKind::Rigid => self.rigid,
@@ -466,9 +467,9 @@ pub struct Alignment {
     pub rms: Errors,
     /// `(permutation - ica) / (permutation - rigid) x 100`, from the normalised errors; NaN when
     /// the permutation and rigid errors are equal.
-    pub efficiency: f64,
+    pub efficiency: Sum,
     /// `2 max_t |a_t - mean_A|`.
-    pub diameter: f64,
+    pub diameter: Sum,
     /// Rows in the error pass.
     pub n_samples: u64,
 }
@@ -502,18 +503,18 @@ impl ErrorSums {
             let mut sq = [0.0; 4];
             let mut radius_sq = 0.0;
             for i in 0..da {
-                let centred = ra[i].to_f64() - mean_a[i];
+                let centred = ra[i].to_sum() - mean_a[i];
                 radius_sq += centred * centred;
                 for (s, m) in sq.iter_mut().zip(&ms) {
                     let mut r = centred;
                     for ((mv, bv), mb) in m[i * db..(i + 1) * db].iter().zip(rb).zip(mean_b) {
-                        r -= mv * (bv.to_f64() - mb);
+                        r -= mv * (bv.to_sum() - mb);
                     }
                     *s += r * r;
                 }
             }
             for ((sum, sum_sq), s) in next.sum.iter_mut().zip(&mut next.sum_sq).zip(sq) {
-                *sum += libm::sqrt(s);
+                *sum += smath::sqrt(s);
                 *sum_sq += s;
             }
             next.max_radius_sq = next.max_radius_sq.max(radius_sq);
@@ -542,17 +543,17 @@ impl ErrorSums {
         if self.n == 0 {
             return Err(Error::TooFewSamples { n: 0, needed: 1 });
         }
-        let n = self.n as f64;
-        let diameter = 2.0 * libm::sqrt(self.max_radius_sq);
+        let n = self.n as Sum;
+        let diameter = 2.0 * smath::sqrt(self.max_radius_sq);
         if diameter <= 0.0 {
             return Err(Error::ZeroVariance { col: 0 });
         }
         let raw = self.sum.map(|s| s / n);
         let normalized = raw.map(|r| r / diameter);
-        let rms = self.sum_sq.map(|s| libm::sqrt(s / n));
+        let rms = self.sum_sq.map(|s| smath::sqrt(s / n));
         let gap = normalized[0] - normalized[1];
         let efficiency = if gap == 0.0 {
-            f64::NAN
+            Sum::NAN
         } else {
             (normalized[0] - normalized[3]) / gap * 100.0
         };
@@ -634,7 +635,7 @@ pub fn alignment<T: Float>(
     b: &[T],
     db: usize,
     opts: &AlignmentOptions,
-    ws_f64: &mut [f64],
+    ws_f64: &mut [Sum],
     ws_usize: &mut [usize],
     ws_t: &mut [T],
 ) -> Result<Alignment> {
@@ -652,8 +653,8 @@ pub fn alignment_with_maps<T: Float>(
     b: &[T],
     db: usize,
     opts: &AlignmentOptions,
-    maps: &mut [f64],
-    ws_f64: &mut [f64],
+    maps: &mut [Sum],
+    ws_f64: &mut [Sum],
     ws_usize: &mut [usize],
     ws_t: &mut [T],
 ) -> Result<Alignment> {

@@ -8,6 +8,7 @@
 //! entries as python-picard does: compare normalisations before comparing numbers.)
 
 use crate::error::{Error, Result, prefix_mut};
+use crate::float::Sum;
 
 /// Amari index of `W` (`k x d`) and `A` (`d x k`); `p` is `k x k` scratch (receives `W A`).
 ///
@@ -18,7 +19,7 @@ use crate::error::{Error, Result, prefix_mut};
 /// assert!((index - 0.5208333333333333).abs() < 1e-15);
 /// # Ok::<(), unmix::Error>(())
 /// ```
-pub fn amari_index(w: &[f64], a: &[f64], k: usize, d: usize, p: &mut [f64]) -> Result<f64> {
+pub fn amari_index(w: &[Sum], a: &[Sum], k: usize, d: usize, p: &mut [Sum]) -> Result<Sum> {
     if w.len() != k * d {
         return Err(Error::DimensionMismatch {
             expected: k * d,
@@ -45,8 +46,8 @@ pub fn amari_index(w: &[f64], a: &[f64], k: usize, d: usize, p: &mut [f64]) -> R
     }
     // The index is invariant to scaling W and A, so scale both to max |entry| = 1 first: finite
     // matrices near 1e300 then give a finite product.
-    let scale = |m: &[f64]| {
-        let s = m.iter().fold(0.0f64, |s, v| s.max(v.abs()));
+    let scale = |m: &[Sum]| {
+        let s = m.iter().fold(0.0 as Sum, |s, v| s.max(v.abs()));
         if s > 0.0 { s } else { 1.0 }
     };
     let (sw, sa) = (scale(w), scale(a));
@@ -70,7 +71,7 @@ fn too_few(k: usize) -> Error {
 }
 
 /// Amari index of a given `k x k` product `P`.
-pub fn amari_index_of_product(p: &[f64], k: usize) -> Result<f64> {
+pub fn amari_index_of_product(p: &[Sum], k: usize) -> Result<Sum> {
     if p.len() != k * k {
         return Err(Error::DimensionMismatch {
             expected: k * k,
@@ -87,25 +88,29 @@ pub fn amari_index_of_product(p: &[f64], k: usize) -> Result<f64> {
         });
     }
     // Scale so that sums of magnitudes cannot overflow (the index is scale invariant).
-    let scale = p.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    let scale = p.iter().fold(0.0 as Sum, |m, v| m.max(v.abs()));
     if scale == 0.0 {
         return Err(Error::InvalidParameter("P = W A is zero"));
     }
     let at = |i: usize, j: usize| p[i * k + j].abs() / scale;
     let mut total = 0.0;
     for i in 0..k {
-        let (sum, max) = (0..k).fold((0.0, 0.0f64), |(s, m), j| (s + at(i, j), m.max(at(i, j))));
+        let (sum, max) = (0..k).fold((0.0, 0.0 as Sum), |(s, m), j| {
+            (s + at(i, j), m.max(at(i, j)))
+        });
         if max == 0.0 {
             return Err(Error::InvalidParameter("P = W A has a zero row"));
         }
         total += sum / max - 1.0;
     }
     for j in 0..k {
-        let (sum, max) = (0..k).fold((0.0, 0.0f64), |(s, m), i| (s + at(i, j), m.max(at(i, j))));
+        let (sum, max) = (0..k).fold((0.0, 0.0 as Sum), |(s, m), i| {
+            (s + at(i, j), m.max(at(i, j)))
+        });
         if max == 0.0 {
             return Err(Error::InvalidParameter("P = W A has a zero column"));
         }
         total += sum / max - 1.0;
     }
-    Ok((total / (2.0 * k as f64 * (k as f64 - 1.0))).clamp(0.0, 1.0))
+    Ok((total / (2.0 * k as Sum * (k as Sum - 1.0))).clamp(0.0, 1.0))
 }

@@ -10,6 +10,7 @@
 //! When several assignments are optimal, the one found may differ from scipy's; the total does not.
 
 use crate::error::{Error, Result, prefix_mut};
+use crate::float::Sum;
 
 /// No column: the row is unassigned (only for tall matrices).
 pub const UNASSIGNED: usize = usize::MAX;
@@ -22,9 +23,9 @@ pub const fn workspace_len(nr: usize, nc: usize) -> (usize, usize) {
 
 /// The solver's state over caller slices; `nr <= nc`.
 struct Work<'a> {
-    u: &'a mut [f64],
-    v: &'a mut [f64],
-    spc: &'a mut [f64],
+    u: &'a mut [Sum],
+    v: &'a mut [Sum],
+    spc: &'a mut [Sum],
     path: &'a mut [usize],
     col4row: &'a mut [usize],
     row4col: &'a mut [usize],
@@ -35,7 +36,7 @@ struct Work<'a> {
 
 /// Solves for `nr <= nc` with `cost(i, j)` (already negated when maximising). Writes `col4row`.
 /// `cost` is `nr x nc` row-major, already negated when maximising.
-fn solve(cost: &[f64], nr: usize, nc: usize, w: Work<'_>) -> Result<()> {
+fn solve(cost: &[Sum], nr: usize, nc: usize, w: Work<'_>) -> Result<()> {
     w.u[..nr].fill(0.0);
     w.v[..nc].fill(0.0);
     w.col4row[..nr].fill(UNASSIGNED);
@@ -49,7 +50,7 @@ fn solve(cost: &[f64], nr: usize, nc: usize, w: Work<'_>) -> Result<()> {
         }
         w.sr[..nr].fill(0);
         w.sc[..nc].fill(0);
-        w.spc[..nc].fill(f64::INFINITY);
+        w.spc[..nc].fill(Sum::INFINITY);
         let mut i = cur_row;
         let (v, spc, path, row4col) = (
             &mut w.v[..nc],
@@ -59,7 +60,7 @@ fn solve(cost: &[f64], nr: usize, nc: usize, w: Work<'_>) -> Result<()> {
         );
         let sink = loop {
             let mut index = UNASSIGNED;
-            let mut lowest = f64::INFINITY;
+            let mut lowest = Sum::INFINITY;
             w.sr[i] = 1;
             let (crow, ui) = (&cost[i * nc..(i + 1) * nc], w.u[i]);
             for (it, &j) in w.remaining[..num_remaining].iter().enumerate() {
@@ -75,7 +76,7 @@ fn solve(cost: &[f64], nr: usize, nc: usize, w: Work<'_>) -> Result<()> {
                 }
             }
             min_val = lowest;
-            if min_val == f64::INFINITY || index == UNASSIGNED {
+            if min_val == Sum::INFINITY || index == UNASSIGNED {
                 return Err(Error::Infeasible);
             }
             let j = w.remaining[index];
@@ -113,14 +114,14 @@ fn solve(cost: &[f64], nr: usize, nc: usize, w: Work<'_>) -> Result<()> {
     Ok(())
 }
 
-fn check_costs(cost: &[f64], maximize: bool) -> Result<()> {
-    let bad = |c: &f64| {
+fn check_costs(cost: &[Sum], maximize: bool) -> Result<()> {
+    let bad = |c: &Sum| {
         c.is_nan()
             || *c
                 == if maximize {
-                    f64::INFINITY
+                    Sum::INFINITY
                 } else {
-                    f64::NEG_INFINITY
+                    Sum::NEG_INFINITY
                 }
     };
     if cost.iter().any(bad) {
@@ -145,14 +146,14 @@ fn check_costs(cost: &[f64], maximize: bool) -> Result<()> {
 /// # Ok::<(), unmix::Error>(())
 /// ```
 pub fn linear_sum_assignment(
-    cost: &[f64],
+    cost: &[Sum],
     nr: usize,
     nc: usize,
     maximize: bool,
     col_for_row: &mut [usize],
-    ws_f64: &mut [f64],
+    ws_f64: &mut [Sum],
     ws_usize: &mut [usize],
-) -> Result<f64> {
+) -> Result<Sum> {
     if cost.len() != nr * nc {
         return Err(Error::DimensionMismatch {
             expected: nr * nc,
@@ -222,9 +223,9 @@ pub fn linear_sum_assignment(
 /// Fixed-size square form: the assignment of an `N x N` cost matrix, all state on the stack.
 /// Same solver, same result as [`linear_sum_assignment`].
 pub fn linear_sum_assignment_square<const N: usize>(
-    cost: &[[f64; N]; N],
+    cost: &[[Sum; N]; N],
     maximize: bool,
-) -> Result<([usize; N], f64)> {
+) -> Result<([usize; N], Sum)> {
     check_costs(cost.as_flattened(), maximize)?;
     let mut cols = [UNASSIGNED; N];
     if N == 0 {

@@ -4,6 +4,7 @@
 
 use crate::error::{Error, Result, prefix_mut};
 use crate::float::Float;
+use crate::float::Sum;
 use crate::moments::{CrossMomentsBuf, check_rows};
 
 /// Pearson or Spearman.
@@ -34,7 +35,7 @@ pub const fn workspace_len(n: usize, dx: usize, dy: usize, method: Method) -> (u
 pub fn rank_columns<T: Float>(
     x: &[T],
     d: usize,
-    out: &mut [f64],
+    out: &mut [Sum],
     order: &mut [usize],
 ) -> Result<()> {
     let n = check_rows(x, d, 0)?;
@@ -42,7 +43,7 @@ pub fn rank_columns<T: Float>(
     let order = prefix_mut(order, n)?;
     for j in 0..d {
         // Ranks of column j, written strided; -0.0 ties with +0.0.
-        let value = |i: usize| x[i * d + j].to_f64() + 0.0;
+        let value = |i: usize| x[i * d + j].to_sum() + 0.0;
         for (i, o) in order.iter_mut().enumerate() {
             *o = i;
         }
@@ -54,7 +55,7 @@ pub fn rank_columns<T: Float>(
                 end += 1;
             }
             // Ranks start+1 ..= end share their mean.
-            let rank = (start + 1 + end) as f64 / 2.0;
+            let rank = (start + 1 + end) as Sum / 2.0;
             for &i in &order[start..end] {
                 out[i * d + j] = rank;
             }
@@ -73,8 +74,8 @@ pub fn correlation_matrix<T: Float>(
     y: &[T],
     dy: usize,
     method: Method,
-    out: &mut [f64],
-    ws_f64: &mut [f64],
+    out: &mut [Sum],
+    ws_f64: &mut [Sum],
     ws_usize: &mut [usize],
 ) -> Result<()> {
     let n = check_rows(x, dx, 0)?;

@@ -34,25 +34,27 @@
 
 use crate::error::{Error, Result, prefix_mut};
 use crate::float::Float;
+use crate::float::{Sum, smath};
 use crate::moments::check_rows;
 
 /// scikit-learn's and Hsu et al.'s `n_neighbors`.
 pub const DEFAULT_NEIGHBORS: usize = 10;
 
 /// A latent is active when its range exceeds the largest range divided by this.
-pub const ACTIVE_RANGE_DIVISOR: f64 = 20.0;
+pub const ACTIVE_RANGE_DIVISOR: Sum = 20.0;
 
 /// The digamma function at a positive integer: `-gamma + sum_{i < n} 1/i` (`-inf` at 0).
-pub fn digamma_int(n: usize) -> f64 {
-    const EULER: f64 = 0.577_215_664_901_532_9;
+pub fn digamma_int(n: usize) -> Sum {
+    #[allow(clippy::excessive_precision)] // the f64 value, rounded to f32 with `f32-sums`
+    const EULER: Sum = 0.577_215_664_901_532_9;
     match n {
-        0 => f64::NEG_INFINITY,
-        1..16 => -EULER + (1..n).map(|i| 1.0 / i as f64).sum::<f64>(),
+        0 => Sum::NEG_INFINITY,
+        1..16 => -EULER + (1..n).map(|i| 1.0 / i as Sum).sum::<Sum>(),
         _ => {
             // Asymptotic series; the first omitted term is below 1e-12 for n >= 16.
-            let x = n as f64;
+            let x = n as Sum;
             let x2 = 1.0 / (x * x);
-            libm::log(x) - 0.5 / x - x2 * (1.0 / 12.0 - x2 * (1.0 / 120.0 - x2 / 252.0))
+            smath::log(x) - 0.5 / x - x2 * (1.0 / 12.0 - x2 * (1.0 / 120.0 - x2 / 252.0))
         }
     }
 }
@@ -86,16 +88,16 @@ fn encode(
 }
 
 /// Plug-in entropy (nats) of a distribution given by counts summing to `n`.
-pub fn entropy_from_counts(counts: &[usize], n: usize) -> f64 {
-    let n = n as f64;
+pub fn entropy_from_counts(counts: &[usize], n: usize) -> Sum {
+    let n = n as Sum;
     -counts
         .iter()
         .filter(|&&c| c > 0)
         .map(|&c| {
-            let p = c as f64 / n;
-            p * libm::log(p)
+            let p = c as Sum / n;
+            p * smath::log(p)
         })
-        .sum::<f64>()
+        .sum::<Sum>()
 }
 
 /// The tie-break of sample `index`: equal values are ordered by it, at an infinitesimal spacing
@@ -111,7 +113,7 @@ pub fn tie_break(index: usize) -> u64 {
 
 /// Distance between samples `a` and `b` of `c`: `|c_a - c_b|`, or for equal values the
 /// infinitesimal one between their tie-breaks (smaller than any nonzero distance).
-fn distance(c: &[f64], a: usize, b: usize) -> (f64, u64) {
+fn distance(c: &[Sum], a: usize, b: usize) -> (Sum, u64) {
     let dv = (c[a] - c[b]).abs();
     if dv == 0.0 {
         (0.0, tie_break(a).abs_diff(tie_break(b)))
@@ -120,20 +122,20 @@ fn distance(c: &[f64], a: usize, b: usize) -> (f64, u64) {
     }
 }
 
-fn less(x: (f64, u64), y: (f64, u64)) -> bool {
+fn less(x: (Sum, u64), y: (Sum, u64)) -> bool {
     x.0 < y.0 || (x.0 == y.0 && x.1 < y.1)
 }
 
 /// The Ross (2014) estimate for the continuous `c` (`n`, finite) and the encoded `classes`.
 /// `sorted` needs `n` elements, `order` `2n`.
 fn mi_encoded(
-    c: &[f64],
+    c: &[Sum],
     classes: &[usize],
     counts: &[usize],
     k: usize,
-    sorted: &mut [f64],
+    sorted: &mut [Sum],
     order: &mut [usize],
-) -> f64 {
+) -> Sum {
     let n = c.len();
     let (order, global) = order.split_at_mut(n);
     let mut nm = 0;
@@ -214,7 +216,7 @@ fn mi_encoded(
         }
         start = end;
     }
-    let nm_f = nm as f64;
+    let nm_f = nm as Sum;
     let mi = digamma_int(nm) + (sum_k - sum_label - sum_m) / nm_f;
     mi.max(0.0)
 }
@@ -250,9 +252,9 @@ pub fn mutual_information<T: Float>(
     x: &[T],
     labels: &[i64],
     k: usize,
-    ws_f64: &mut [f64],
+    ws_f64: &mut [Sum],
     ws_usize: &mut [usize],
-) -> Result<f64> {
+) -> Result<Sum> {
     check_k(k)?;
     let n = check_rows(x, 1, 0)?;
     if labels.len() != n {
@@ -267,28 +269,28 @@ pub fn mutual_information<T: Float>(
     let (classes, rest) = wu.split_at_mut(n);
     let (counts, order) = rest.split_at_mut(n);
     for (cv, xv) in col.iter_mut().zip(x) {
-        *cv = xv.to_f64();
+        *cv = xv.to_sum();
     }
     encode(n, |t| labels[t], classes, counts, order);
     Ok(mi_encoded(col, classes, counts, k, sorted, order))
 }
 
 /// Column `j` of the `n x l` `z`, standardised (ddof 0) into `out`; a constant column becomes 0.
-fn standardize<T: Float>(z: &[T], l: usize, j: usize, out: &mut [f64]) {
+fn standardize<T: Float>(z: &[T], l: usize, j: usize, out: &mut [Sum]) {
     // Scale by a power of two first (exact), so no sum can overflow whatever the magnitude.
     let amax = z
         .iter()
         .skip(j)
         .step_by(l)
-        .fold(0.0f64, |m, v| m.max(v.to_f64().abs()));
-    let exponent = if amax > 0.0 { libm::frexp(amax).1 } else { 0 };
+        .fold(0.0 as Sum, |m, v| m.max(v.to_sum().abs()));
+    let exponent = if amax > 0.0 { smath::frexp(amax).1 } else { 0 };
     for (o, v) in out.iter_mut().zip(z.iter().skip(j).step_by(l)) {
-        *o = libm::ldexp(v.to_f64(), -exponent);
+        *o = smath::ldexp(v.to_sum(), -exponent);
     }
-    let n = out.len() as f64;
-    let mean = out.iter().sum::<f64>() / n;
-    let var = out.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n;
-    let sd = libm::sqrt(var);
+    let n = out.len() as Sum;
+    let mean = out.iter().sum::<Sum>() / n;
+    let var = out.iter().map(|v| (v - mean) * (v - mean)).sum::<Sum>() / n;
+    let sd = smath::sqrt(var);
     for o in out.iter_mut() {
         *o = if sd > 0.0 { (*o - mean) / sd } else { 0.0 };
     }
@@ -306,8 +308,8 @@ pub fn nmi<T: Float>(
     latents: &[T],
     l: usize,
     k: usize,
-    out: &mut [f64],
-    ws_f64: &mut [f64],
+    out: &mut [Sum],
+    ws_f64: &mut [Sum],
     ws_usize: &mut [usize],
 ) -> Result<()> {
     check_k(k)?;
@@ -365,12 +367,12 @@ pub fn active_latents<T: Float>(latents: &[T], l: usize, active: &mut [bool]) ->
             .iter()
             .skip(j)
             .step_by(l)
-            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
-                (lo.min(v.to_f64()), hi.max(v.to_f64()))
+            .fold((Sum::INFINITY, Sum::NEG_INFINITY), |(lo, hi), v| {
+                (lo.min(v.to_sum()), hi.max(v.to_sum()))
             });
         hi / 2.0 - lo / 2.0
     };
-    let largest = (0..l).map(half_range).fold(0.0f64, f64::max);
+    let largest = (0..l).map(half_range).fold(0.0 as Sum, Sum::max);
     if largest <= 0.0 {
         return Err(Error::InvalidParameter(
             "every latent is constant: no latent is active",
@@ -388,15 +390,15 @@ pub fn active_latents<T: Float>(latents: &[T], l: usize, active: &mut [bool]) ->
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct InfoMc {
     /// Modularity in [0, 1]; `None` with a single factor.
-    pub infom: Option<f64>,
+    pub infom: Option<Sum>,
     /// Compactness in [0, 1]; `None` with a single active latent.
-    pub infoc: Option<f64>,
+    pub infoc: Option<Sum>,
     /// Active latents.
     pub n_active: usize,
 }
 
 /// InfoM and InfoC from `nmi` (`f x l`) over the latents marked in `active` (`l`).
-pub fn info_m_c(nmi: &[f64], f: usize, l: usize, active: &[bool]) -> Result<InfoMc> {
+pub fn info_m_c(nmi: &[Sum], f: usize, l: usize, active: &[bool]) -> Result<InfoMc> {
     if nmi.len() != f * l || active.len() != l {
         return Err(Error::DimensionMismatch {
             expected: f * l,
@@ -410,8 +412,8 @@ pub fn info_m_c(nmi: &[f64], f: usize, l: usize, active: &[bool]) -> Result<Info
         });
     }
     let n_active = active.iter().filter(|a| **a).count();
-    let share = |values: &mut dyn Iterator<Item = f64>, count: usize| {
-        let (mut max, mut sum) = (0.0f64, 0.0);
+    let share = |values: &mut dyn Iterator<Item = Sum>, count: usize| {
+        let (mut max, mut sum) = (0.0 as Sum, 0.0);
         for v in values {
             max = max.max(v);
             sum += v;
@@ -419,22 +421,22 @@ pub fn info_m_c(nmi: &[f64], f: usize, l: usize, active: &[bool]) -> Result<Info
         if sum > 0.0 {
             max / sum
         } else {
-            1.0 / count as f64
+            1.0 / count as Sum
         }
     };
-    let normalise = |mean: f64, count: usize| {
-        let u = 1.0 / count as f64;
+    let normalise = |mean: Sum, count: usize| {
+        let u = 1.0 / count as Sum;
         ((mean - u) / (1.0 - u)).clamp(0.0, 1.0)
     };
     let infom = (f >= 2 && n_active >= 1).then(|| {
-        let total: f64 = (0..l)
+        let total: Sum = (0..l)
             .filter(|&j| active[j])
             .map(|j| share(&mut (0..f).map(|i| nmi[i * l + j]), f))
             .sum();
-        normalise(total / n_active as f64, f)
+        normalise(total / n_active as Sum, f)
     });
     let infoc = (n_active >= 2 && f >= 1).then(|| {
-        let total: f64 = (0..f)
+        let total: Sum = (0..f)
             .map(|i| {
                 share(
                     &mut (0..l).filter(|&j| active[j]).map(|j| nmi[i * l + j]),
@@ -442,7 +444,7 @@ pub fn info_m_c(nmi: &[f64], f: usize, l: usize, active: &[bool]) -> Result<Info
                 )
             })
             .sum();
-        normalise(total / f as f64, n_active)
+        normalise(total / f as Sum, n_active)
     });
     Ok(InfoMc {
         infom,
@@ -483,9 +485,9 @@ pub fn infomec<T: Float>(
     latents: &[T],
     l: usize,
     k: usize,
-    nmi_out: &mut [f64],
+    nmi_out: &mut [Sum],
     active: &mut [bool],
-    ws_f64: &mut [f64],
+    ws_f64: &mut [Sum],
     ws_usize: &mut [usize],
 ) -> Result<InfoMc> {
     nmi(factors, f, latents, l, k, nmi_out, ws_f64, ws_usize)?;

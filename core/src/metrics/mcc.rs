@@ -6,6 +6,7 @@
 
 use crate::error::{Result, prefix_mut};
 use crate::float::Float;
+use crate::float::Sum;
 use crate::metrics::assignment::{self, UNASSIGNED, linear_sum_assignment};
 use crate::metrics::correlation::{self, Method, correlation_matrix};
 
@@ -45,9 +46,9 @@ pub fn mcc<T: Float>(
     d_est: usize,
     method: Method,
     pairs: &mut [usize],
-    ws_f64: &mut [f64],
+    ws_f64: &mut [Sum],
     ws_usize: &mut [usize],
-) -> Result<f64> {
+) -> Result<Sum> {
     let ws = prefix_mut(
         ws_f64,
         workspace_len(truth.len() / d_true.max(1), d_true, d_est, method).0,
@@ -62,20 +63,20 @@ pub fn mcc<T: Float>(
 
 /// MCC from a `d_true x d_est` matrix of |correlations|.
 pub fn mcc_from_correlation(
-    abs_corr: &[f64],
+    abs_corr: &[Sum],
     d_true: usize,
     d_est: usize,
     pairs: &mut [usize],
-    ws_f64: &mut [f64],
+    ws_f64: &mut [Sum],
     ws_usize: &mut [usize],
-) -> Result<f64> {
+) -> Result<Sum> {
     linear_sum_assignment(abs_corr, d_true, d_est, true, pairs, ws_f64, ws_usize)?;
     let matched = pairs
         .iter()
         .take(d_true)
         .filter(|&&j| j != UNASSIGNED)
         .count();
-    let total: f64 = pairs
+    let total: Sum = pairs
         .iter()
         .take(d_true)
         .enumerate()
@@ -85,6 +86,6 @@ pub fn mcc_from_correlation(
     Ok(if matched == 0 {
         0.0
     } else {
-        total / matched as f64
+        total / matched as Sum
     })
 }

@@ -14,6 +14,7 @@
 
 use crate::error::{Error, Result, prefix_mut};
 use crate::float::Float;
+use crate::float::{Sum, smath};
 
 fn check_finite<T: Float>(v: &[T]) -> Result<()> {
     match v.iter().position(|x| !x.is_finite()) {
@@ -26,7 +27,7 @@ fn check_finite<T: Float>(v: &[T]) -> Result<()> {
 }
 
 /// Normalises per-feature split counts (finite, `>= 0`, not all zero) to fractions in `out`.
-pub fn split_fractions<T: Float>(counts: &[T], out: &mut [f64]) -> Result<()> {
+pub fn split_fractions<T: Float>(counts: &[T], out: &mut [Sum]) -> Result<()> {
     check_finite(counts)?;
     if counts.iter().any(|c| *c < T::ZERO) {
         return Err(Error::InvalidParameter("split counts must be >= 0"));
@@ -34,13 +35,13 @@ pub fn split_fractions<T: Float>(counts: &[T], out: &mut [f64]) -> Result<()> {
     let out = prefix_mut(out, counts.len())?;
     // Scale by the largest count first: a plain sum of counts near f64::MAX overflows to
     // infinity and every fraction would become 0 (found by the `sparsity` fuzz target).
-    let max = counts.iter().fold(0.0f64, |m, c| m.max(c.to_f64()));
+    let max = counts.iter().fold(0.0 as Sum, |m, c| m.max(c.to_sum()));
     if max == 0.0 {
         return Err(Error::InvalidParameter("split counts are all zero"));
     }
-    let total: f64 = counts.iter().map(|c| c.to_f64() / max).sum();
+    let total: Sum = counts.iter().map(|c| c.to_sum() / max).sum();
     for (o, c) in out.iter_mut().zip(counts) {
-        *o = c.to_f64() / max / total;
+        *o = c.to_sum() / max / total;
     }
     Ok(())
 }
@@ -54,7 +55,7 @@ pub fn split_fractions<T: Float>(counts: &[T], out: &mut [f64]) -> Result<()> {
 /// assert!((hoyer_sparsity(&[3.0, 1.0, 0.0, 0.0])? - 0.7350889359326482).abs() < 1e-15);
 /// # Ok::<(), unmix::Error>(())
 /// ```
-pub fn hoyer_sparsity<T: Float>(c: &[T]) -> Result<f64> {
+pub fn hoyer_sparsity<T: Float>(c: &[T]) -> Result<Sum> {
     check_finite(c)?;
     let d = c.len();
     if d < 2 {
@@ -65,26 +66,26 @@ pub fn hoyer_sparsity<T: Float>(c: &[T]) -> Result<f64> {
         });
     }
     // Scale by the largest magnitude first so that neither norm can overflow or underflow.
-    let max = c.iter().fold(0.0f64, |m, x| m.max(x.to_f64().abs()));
+    let max = c.iter().fold(0.0 as Sum, |m, x| m.max(x.to_sum().abs()));
     if max == 0.0 {
         return Err(Error::InvalidParameter(
             "sparsity of the zero vector is undefined",
         ));
     }
-    let (mut l1, mut l2) = (0.0f64, 0.0f64);
+    let (mut l1, mut l2) = (0.0 as Sum, 0.0 as Sum);
     for x in c {
-        let v = x.to_f64().abs() / max;
+        let v = x.to_sum().abs() / max;
         l1 += v;
         l2 += v * v;
     }
-    let sqrt_d = libm::sqrt(d as f64);
-    let s = (sqrt_d - l1 / libm::sqrt(l2)) / (sqrt_d - 1.0);
+    let sqrt_d = smath::sqrt(d as Sum);
+    let s = (sqrt_d - l1 / smath::sqrt(l2)) / (sqrt_d - 1.0);
     Ok(s.clamp(0.0, 1.0))
 }
 
 /// How many of `d` features the top `fraction` keeps: `ceil(fraction * d)`, at least 1 and at
 /// most `d - 1` so that both groups are nonempty. `fraction` must be in (0, 1) and `d >= 2`.
-pub fn top_count(d: usize, fraction: f64) -> Result<usize> {
+pub fn top_count(d: usize, fraction: Sum) -> Result<usize> {
     if d < 2 {
         return Err(Error::TooFew {
             what: "features (a top group and the rest)",
@@ -97,7 +98,7 @@ pub fn top_count(d: usize, fraction: f64) -> Result<usize> {
             "the top fraction must be in (0, 1)",
         ));
     }
-    Ok((libm::ceil(fraction * d as f64) as usize).clamp(1, d - 1))
+    Ok((smath::ceil(fraction * d as Sum) as usize).clamp(1, d - 1))
 }
 
 /// Orders feature indices by decreasing `importance` (ties: lower index first) into `order`
@@ -120,8 +121,8 @@ pub fn rank_features<T: Float>(importance: &[T], order: &mut [usize]) -> Result<
 }
 
 /// `auroc_top / auroc_rest - 1` (the paper's Concentration[y]); both in [0, 1], `auroc_rest > 0`.
-pub fn concentration(auroc_top: f64, auroc_rest: f64) -> Result<f64> {
-    let valid = |a: f64| (0.0..=1.0).contains(&a);
+pub fn concentration(auroc_top: Sum, auroc_rest: Sum) -> Result<Sum> {
+    let valid = |a: Sum| (0.0..=1.0).contains(&a);
     if !valid(auroc_top) || !valid(auroc_rest) {
         return Err(Error::InvalidParameter("AUROC values must be in [0, 1]"));
     }
