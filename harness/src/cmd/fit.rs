@@ -147,8 +147,7 @@ pub fn run(a: &Args) -> Result<serde_json::Value> {
     let input = a.input.display();
     let (model, info) = match dtype {
         Dtype::F32 => {
-            let x = table.to_f32();
-            drop(table);
+            let x = table.into_f32();
             let out = fastica::fit(&x, &job)
                 .map_err(|e| explain_rank_zero(e, &x))
                 .with_context(|| format!("{input}"))?;
@@ -158,8 +157,7 @@ pub fn run(a: &Args) -> Result<serde_json::Value> {
             (out.model, out.info)
         }
         Dtype::F64 => {
-            let x = table.to_f64();
-            drop(table);
+            let x = table.into_f64();
             let out = fastica::fit(&x, &job)
                 .map_err(|e| explain_rank_zero(e, &x))
                 .with_context(|| format!("{input}"))?;
