@@ -148,23 +148,27 @@ pub fn run(a: &Args) -> Result<serde_json::Value> {
     let (model, info) = match dtype {
         Dtype::F32 => {
             let x = table.into_f32();
-            let out = fastica::fit(&x, &job)
-                .map_err(|e| explain_rank_zero(e, &x))
-                .with_context(|| format!("{input}"))?;
-            if a.sources.is_some() {
-                outputs.write_npy("--sources", &out.sources)?;
-            }
-            (out.model, out.info)
+            let (model, info, ()) = fastica::fit_then(&x, &job, None, |view, pool| {
+                if a.sources.is_some() {
+                    outputs.write("--sources", |w| fastica::write_sources(view, &x, pool, w))?;
+                }
+                Ok(())
+            })
+            .map_err(|e| explain_rank_zero(e, &x))
+            .with_context(|| format!("{input}"))?;
+            (model, info)
         }
         Dtype::F64 => {
             let x = table.into_f64();
-            let out = fastica::fit(&x, &job)
-                .map_err(|e| explain_rank_zero(e, &x))
-                .with_context(|| format!("{input}"))?;
-            if a.sources.is_some() {
-                outputs.write_npy("--sources", &out.sources)?;
-            }
-            (out.model, out.info)
+            let (model, info, ()) = fastica::fit_then(&x, &job, None, |view, pool| {
+                if a.sources.is_some() {
+                    outputs.write("--sources", |w| fastica::write_sources(view, &x, pool, w))?;
+                }
+                Ok(())
+            })
+            .map_err(|e| explain_rank_zero(e, &x))
+            .with_context(|| format!("{input}"))?;
+            (model, info)
         }
     };
     outputs.write_json("--model", &crate::model::Model::FastIca(model.clone()))?;
