@@ -230,7 +230,7 @@ impl<T: GemmFloat> Executor<T> for PoolExecutor<'_, T> {
                     white_chunks_to_store(n, d, k, std::mem::size_of::<T>(), self.threads)
                 });
                 let stored_rows = (stored_chunks * CHUNK).min(n);
-                let mut z = vec![T::ZERO; stored_rows * k];
+                let mut z = crate::io::zeroed(stored_rows * k, T::ZERO);
                 map_rows(
                     self.pool,
                     &self.x[..stored_rows * d],
@@ -452,7 +452,7 @@ pub fn write_sources<T: GemmFloat + crate::io::NpyFloat, W: std::io::Write>(
     let (n, d, k) = (x.rows, x.cols, view.n_components());
     let block = output_block_rows(k, std::mem::size_of::<T>(), pool.current_num_threads());
     let mut out = crate::io::NpyRows::begin(w, n, k)?;
-    let mut s = vec![T::ZERO; block.min(n) * k];
+    let mut s = crate::io::zeroed(block.min(n) * k, T::ZERO);
     for (b, xb) in x.data.chunks(block * d.max(1)).enumerate() {
         let sb = &mut s[..xb.len() / d.max(1) * k];
         map_rows(

@@ -554,6 +554,7 @@ fn read_floats<T: Copy, const B: usize>(
     }
     if order == Order::C || rows <= 1 || cols <= 1 {
         let mut out = Vec::with_capacity(len);
+        advise_huge_pages(&mut out);
         while out.len() < len {
             let bytes = ((len - out.len()) * B).min(IO_CHUNK / B * B);
             r.read_exact(&mut buf[..bytes])?;
@@ -561,7 +562,9 @@ fn read_floats<T: Copy, const B: usize>(
         }
         return Ok(out);
     }
-    let mut out = vec![from_le([0; B]); len];
+    let mut out = Vec::with_capacity(len);
+    advise_huge_pages(&mut out);
+    out.resize(len, from_le([0; B]));
     let mut done = 0;
     while done < len {
         let bytes = ((len - done) * B).min(IO_CHUNK / B * B);
@@ -573,6 +576,40 @@ fn read_floats<T: Copy, const B: usize>(
         }
     }
     Ok(out)
+}
+
+/// Asks Linux to back the (still untouched) capacity of `v` with transparent huge pages where
+/// the system allows it on request (`madvise` mode, the common default): a table is then faulted
+/// in 2 MB at a time instead of 4 KB, which took a quarter of `unmix whiten`'s time at
+/// 2e4 x 256 (10 000 page faults). Only a hint: nothing changes where it is refused.
+pub fn advise_huge_pages<T>(v: &mut Vec<T>) {
+    #[cfg(target_os = "linux")]
+    {
+        const PAGE: usize = 4096;
+        let bytes = v.capacity() * std::mem::size_of::<T>();
+        if bytes < 4 << 20 {
+            return;
+        }
+        let start = (v.as_mut_ptr() as usize).next_multiple_of(PAGE);
+        let end = (v.as_mut_ptr() as usize + bytes) / PAGE * PAGE;
+        if end > start {
+            // SAFETY: the range lies inside the vector's allocation, which outlives the call;
+            // MADV_HUGEPAGE changes how pages are backed, never their contents.
+            unsafe {
+                libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = v;
+}
+
+/// `len` zeros in a vector advised to huge pages ([`advise_huge_pages`]).
+pub fn zeroed<T: Clone>(len: usize, zero: T) -> Vec<T> {
+    let mut v = Vec::with_capacity(len);
+    advise_huge_pages(&mut v);
+    v.resize(len, zero);
+    v
 }
 
 /// Writes pretty JSON and a final newline.

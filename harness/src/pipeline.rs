@@ -195,7 +195,7 @@ pub fn whiten_blocks<T: GemmFloat>(
 ) -> Result<f64> {
     let (n, d, k) = (x.rows, x.cols, view.n_components());
     let block = output_block_rows(k, std::mem::size_of::<T>(), pool.current_num_threads());
-    let mut zb = vec![T::ZERO; block.min(n) * k];
+    let mut zb = crate::io::zeroed(block.min(n) * k, T::ZERO);
     let mut acc = MomentsAcc::new(k)?;
     for (b, xb) in x.data.chunks(block * d.max(1)).enumerate() {
         let z = &mut zb[..xb.len() / d.max(1) * k];
