@@ -144,7 +144,12 @@ pub fn run_chunks<T: Float + Send, P: Pass<T>>(
 ) -> unmix::Result<()> {
     let round = threads.min(chunks).max(1);
     let mut slots: Vec<(Vec<f64>, Vec<T>)> = (0..round)
-        .map(|_| (vec![0.0; pass.partial_len()], vec![T::ZERO; scratch_len]))
+        .map(|_| {
+            (
+                crate::io::zeroed(pass.partial_len(), 0.0),
+                crate::io::zeroed(scratch_len, T::ZERO),
+            )
+        })
         .collect();
     let mut start = 0;
     while start < chunks {

@@ -453,27 +453,42 @@ fn write_floats<T: NpyFloat>(w: &mut impl Write, m: &Matrix<T>) -> Result<()> {
     out.finish()
 }
 
-/// A float type the `.npy` writers write as little-endian bytes.
+/// A float type the `.npy` readers and writers move as little-endian bytes: `f32` and `f64`
+/// only (plain data: every bit pattern is a value, no padding).
 pub trait NpyFloat: Copy + 'static {
     /// numpy's type string (`"<f8"`).
     const DESCR: &'static str;
     /// Appends the value's little-endian bytes.
     fn put(self, buf: &mut Vec<u8>);
+    /// The values' memory as bytes (their little-endian encoding on a little-endian machine).
+    fn as_bytes(v: &[Self]) -> &[u8];
+    /// The values' memory as bytes, writable.
+    fn as_bytes_mut(v: &mut [Self]) -> &mut [u8];
 }
 
-impl NpyFloat for f64 {
-    const DESCR: &'static str = "<f8";
-    fn put(self, buf: &mut Vec<u8>) {
-        buf.extend_from_slice(&self.to_le_bytes());
-    }
+macro_rules! npy_float {
+    ($t:ty, $descr:literal) => {
+        impl NpyFloat for $t {
+            const DESCR: &'static str = $descr;
+            fn put(self, buf: &mut Vec<u8>) {
+                buf.extend_from_slice(&self.to_le_bytes());
+            }
+            fn as_bytes(v: &[Self]) -> &[u8] {
+                // SAFETY: a float has no padding and alignment 4 or 8 >= 1; the bytes cover
+                // exactly the slice's memory, borrowed for as long as the slice.
+                unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), size_of_val(v)) }
+            }
+            fn as_bytes_mut(v: &mut [Self]) -> &mut [u8] {
+                // SAFETY: as above, and every bit pattern written through the bytes is a float.
+                unsafe {
+                    std::slice::from_raw_parts_mut(v.as_mut_ptr().cast::<u8>(), size_of_val(v))
+                }
+            }
+        }
+    };
 }
-
-impl NpyFloat for f32 {
-    const DESCR: &'static str = "<f4";
-    fn put(self, buf: &mut Vec<u8>) {
-        buf.extend_from_slice(&self.to_le_bytes());
-    }
-}
+npy_float!(f64, "<f8");
+npy_float!(f32, "<f4");
 
 /// A 2-D C-order `.npy` written a block of rows at a time, so that an output (sources, whitened
 /// data) never needs to be held whole: the header first, then [`push`](Self::push) rows in
@@ -509,13 +524,18 @@ impl<'w, W: Write, T: NpyFloat> NpyRows<'w, W, T> {
                 self.remaining
             );
         }
-        let per_write = (IO_CHUNK / std::mem::size_of::<T>()).max(1);
-        for chunk in values.chunks(per_write) {
-            self.buf.clear();
-            for v in chunk {
-                v.put(&mut self.buf);
+        if cfg!(target_endian = "little") {
+            // The values' memory is their encoding: one write, no conversion copy.
+            self.w.write_all(T::as_bytes(values))?;
+        } else {
+            let per_write = (IO_CHUNK / std::mem::size_of::<T>()).max(1);
+            for chunk in values.chunks(per_write) {
+                self.buf.clear();
+                for v in chunk {
+                    v.put(&mut self.buf);
+                }
+                self.w.write_all(&self.buf)?;
             }
-            self.w.write_all(&self.buf)?;
         }
         self.remaining -= values.len();
         Ok(())
@@ -535,7 +555,7 @@ impl<'w, W: Write, T: NpyFloat> NpyRows<'w, W, T> {
 /// Reads `rows x cols` little-endian floats of `B` bytes stored in `order`, [`IO_CHUNK`] bytes
 /// per read, into a row-major vector: Fortran order is transposed while reading, so that the
 /// table is held once (a transpose after reading held it twice).
-fn read_floats<T: Copy, const B: usize>(
+fn read_floats<T: NpyFloat, const B: usize>(
     r: &mut impl std::io::Read,
     rows: usize,
     cols: usize,
@@ -543,6 +563,13 @@ fn read_floats<T: Copy, const B: usize>(
     from_le: fn([u8; B]) -> T,
 ) -> std::io::Result<Vec<T>> {
     let len = rows * cols;
+    #[cfg(target_endian = "little")]
+    if order == Order::C || rows <= 1 || cols <= 1 {
+        // The file's bytes are the values' memory: read them in place, no conversion copy.
+        let mut out = zeroed(len, from_le([0; B]));
+        r.read_exact(T::as_bytes_mut(&mut out))?;
+        return Ok(out);
+    }
     let mut buf = vec![0u8; IO_CHUNK];
     fn values<'a, T: 'a, const B: usize>(
         bytes: &'a [u8],
