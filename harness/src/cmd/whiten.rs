@@ -105,8 +105,13 @@ fn whiten_to<T: GemmFloat + NpyFloat + serde::Serialize>(
     whiten_then(x, job, |view, pool| {
         let mut err = 0.0;
         outputs.write("--output", |w| {
+            let file = *w.get_ref();
             let mut out = NpyRows::begin(w, x.rows, view.n_components())?;
-            err = whiten_blocks(view, x, pool, job.options.ddof, |z| out.push(z))?;
+            err = whiten_blocks(view, x, pool, job.options.ddof, |z| {
+                out.push(z)?;
+                crate::output::start_writeback(file);
+                Ok(())
+            })?;
             out.finish()
         })?;
         Ok(err)
