@@ -448,12 +448,14 @@ pub fn output_block_rows(k: usize, elem: usize, threads: usize) -> usize {
 
 /// Writes the sources of `x` under `view` to `w` as a `.npy`, a block of
 /// [`output_block_rows`] rows at a time: the bytes of the whole matrix's [`map_rows`] and
-/// [`crate::io::write_npy_to`], without holding it.
+/// [`crate::io::write_npy_to`], without holding it. `after_block` runs after each block is
+/// written (the CLI starts its writeback: [`crate::output::start_writeback`]).
 pub fn write_sources<T: GemmFloat + crate::io::NpyFloat, W: std::io::Write>(
     view: &FastIcaView<'_, T>,
     x: &Matrix<T>,
     pool: &rayon::ThreadPool,
     w: &mut W,
+    mut after_block: impl FnMut(),
 ) -> Result<()> {
     let (n, d, k) = (x.rows, x.cols, view.n_components());
     let block = output_block_rows(k, std::mem::size_of::<T>(), pool.current_num_threads());
@@ -472,6 +474,7 @@ pub fn write_sources<T: GemmFloat + crate::io::NpyFloat, W: std::io::Write>(
         )
         .with_context(|| format!("sources of rows from {}", b * block))?;
         out.push(sb)?;
+        after_block();
     }
     out.finish()
 }
@@ -532,7 +535,7 @@ mod tests {
         };
         let (model, _, sources) = fit_then(x, &job, store, |view, pool| {
             let mut bytes = Vec::new();
-            write_sources(view, x, pool, &mut bytes)?;
+            write_sources(view, x, pool, &mut bytes, || {})?;
             Ok(bytes)
         })
         .unwrap();

@@ -150,7 +150,12 @@ pub fn run(a: &Args) -> Result<serde_json::Value> {
             let x = table.into_f32();
             let (model, info, ()) = fastica::fit_then(&x, &job, None, |view, pool| {
                 if a.sources.is_some() {
-                    outputs.write("--sources", |w| fastica::write_sources(view, &x, pool, w))?;
+                    outputs.write("--sources", |w| {
+                        let file = *w.get_ref();
+                        fastica::write_sources(view, &x, pool, w, || {
+                            crate::output::start_writeback(file)
+                        })
+                    })?;
                 }
                 Ok(())
             })
@@ -162,7 +167,12 @@ pub fn run(a: &Args) -> Result<serde_json::Value> {
             let x = table.into_f64();
             let (model, info, ()) = fastica::fit_then(&x, &job, None, |view, pool| {
                 if a.sources.is_some() {
-                    outputs.write("--sources", |w| fastica::write_sources(view, &x, pool, w))?;
+                    outputs.write("--sources", |w| {
+                        let file = *w.get_ref();
+                        fastica::write_sources(view, &x, pool, w, || {
+                            crate::output::start_writeback(file)
+                        })
+                    })?;
                 }
                 Ok(())
             })
