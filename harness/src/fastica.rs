@@ -191,6 +191,7 @@ impl<T: GemmFloat> Executor<T> for PoolExecutor<'_, T> {
         }
         let view = WhitenerView::from_parts(d, k, &white.whitener)?;
         let (x, z) = (self.x, &white.z);
+        let split_transform = k >= crate::simd::GEMM_MIN_K && !crate::simd::portable_requested();
         run_chunks(
             self.pool,
             self.threads,
@@ -207,18 +208,33 @@ impl<T: GemmFloat> Executor<T> for PoolExecutor<'_, T> {
                 }
                 // Consecutive pieces of one chunk into one partial: the bits of the whole chunk
                 // (the `Pass` contract), and the pieces are whole blocks of the transform.
-                for start in (first..end).step_by(REWHITEN_ROWS) {
-                    let stop = (start + REWHITEN_ROWS).min(end);
-                    let zi = &mut scratch[..(stop - start) * k];
+                let whiten = |rows: std::ops::Range<usize>, zi: &mut [T]| {
                     centred_product(
-                        &x[start * d..stop * d],
+                        &x[rows.start * d..rows.end * d],
                         d,
                         view.mean(),
                         view.whitening(),
                         zi,
                         k,
                         |xi, zi| view.transform_rows(xi, zi),
-                    )?;
+                    )
+                };
+                for start in (first..end).step_by(REWHITEN_ROWS) {
+                    let stop = (start + REWHITEN_ROWS).min(end);
+                    let zi = &mut scratch[..(stop - start) * k];
+                    // On the GEMM, the piece's two halves (whole 256-row blocks of the
+                    // transform, so the same products) under `rayon::join`: an idle thread
+                    // takes one, as it does the pass products' halves.
+                    let mid = start + (stop - start).div_ceil(2).next_multiple_of(256);
+                    if split_transform && mid < stop {
+                        let (za, zb) = zi.split_at_mut((mid - start) * k);
+                        let (a, b) =
+                            rayon::join(|| whiten(start..mid, za), || whiten(mid..stop, zb));
+                        a?;
+                        b?;
+                    } else {
+                        whiten(start..stop, zi)?;
+                    }
                     pass.accumulate(partial, start as u64, zi)?;
                 }
                 Ok(())
