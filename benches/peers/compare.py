@@ -79,9 +79,9 @@ def main():
 SIZES = [(1_000_000, 8, 8), (100_000, 64, 64), (20_000, 256, 256), (100_000, 768, 64)]
 
 
-def unmix_process(args, threads, env=None):
+def unmix_process(args, threads, env=None, exe=None):
     """Wall time of one `unmix` process (loading and writing included), in seconds."""
-    exe = ROOT / "target" / "release" / "unmix"
+    exe = exe or ROOT / "target" / "release" / "unmix"
     start = time.perf_counter()
     subprocess.run([str(exe), *args, "--threads", str(threads)], check=True,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
@@ -146,14 +146,17 @@ def whitening(repeat=5):
     """`unmix whiten` (the whole process: load, moments, eigh, transform, self-check, write)
     against numpy's in-process centre + covariance + eigh + transform, and numpy with the same
     load and save as the process, at the embedding sizes (K = D), 1 and 2 threads. The median of
-    `repeat` runs of each, interleaved, so that a change of load hits both sides."""
+    `repeat` runs of each, interleaved, so that a change of load hits both sides. With
+    UNMIX_BASE_EXE=path/to/unmix another build (e.g. main's) is timed in the same rounds, in a
+    last column."""
     subprocess.run(["cargo", "build", "--release", "-p", "harness"], cwd=ROOT, check=True)
     rng = np.random.default_rng(0)
     sizes = [(20_000, 256), (100_000, 64)]
     if os.environ.get("UNMIX_WHITEN_SIZES"):  # e.g. "20000x256,100000x64"
         sizes = [tuple(int(v) for v in s.split("x")) for s in os.environ["UNMIX_WHITEN_SIZES"].split(",")]
+    base = os.environ.get("UNMIX_BASE_EXE")
     print(f"{'N x D':>12} thr | numpy in-process | numpy load+save | unmix process "
-          f"| unmix / numpy in-process")
+          f"| unmix / numpy in-process" + (" | base build process" if base else ""))
     for n, d in sizes:
         x = rng.laplace(size=(n, d)) @ rng.standard_normal((d, d)).T
         xp, zp = DATA / f"white_{n}_{d}.npy", DATA / "white_z.npy"
@@ -165,14 +168,19 @@ def whitening(repeat=5):
             return xc @ (vecs[:, ::-1] / np.sqrt(vals[::-1]))
 
         for threads in (1, 2):
-            t_np, t_io, t_u = [], [], []
+            t_np, t_io, t_u, t_b = [], [], [], []
+            args = ["whiten", "--input", str(xp), "--output", str(zp)]
             with threadpool_limits(limits=threads):
                 for _ in range(repeat):
                     t_np.append(timeit.timeit(lambda: numpy_whiten(x), number=1))
                     t_io.append(timeit.timeit(lambda: np.save(zp, numpy_whiten(np.load(xp))), number=1))
-                    t_u.append(unmix_process(["whiten", "--input", str(xp), "--output", str(zp)], threads))
+                    t_u.append(unmix_process(args, threads))
+                    if base:
+                        t_b.append(unmix_process(args, threads, exe=base))
             a, b, c = (sorted(t)[len(t) // 2] for t in (t_np, t_io, t_u))
-            print(f"{n:>6} x {d:>3} {threads:>3} | {a:14.3f} s | {b:13.3f} s | {c:11.3f} s | {c / a:5.2f}")
+            last = f" | {sorted(t_b)[len(t_b) // 2]:11.3f} s" if base else ""
+            print(f"{n:>6} x {d:>3} {threads:>3} | {a:14.3f} s | {b:13.3f} s | {c:11.3f} s | {c / a:5.2f}"
+                  + last)
 
 
 if __name__ == "__main__":

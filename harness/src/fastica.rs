@@ -25,13 +25,62 @@ pub fn pool(threads: usize) -> Result<rayon::ThreadPool> {
         .context("could not start the worker threads")
 }
 
+/// The bound on a command's peak memory beyond 1.25 x the input's size: 50 MB.
+pub const MEMORY_SLACK: usize = 50_000_000;
+
+/// What a command holds besides its input, the stored white rows and the buffers counted by
+/// [`white_chunks_to_store`]: the program, thread stacks, the model and small buffers (a
+/// 5000 x 8 fit peaks at 7 MB).
+pub const MEMORY_RESERVED: usize = 16_000_000;
+
+/// Rows a thread whitens again at a time when its chunk is not stored ([`PoolExecutor`]).
+pub const REWHITEN_ROWS: usize = MAP_ROWS;
+
+/// How many leading [`CHUNK`]s of whitened rows (`k` wide, `elem` bytes a value) a fit of
+/// `n x d` on `threads` threads stores, so that its peak memory stays within 1.25 x the input
+/// plus [`MEMORY_SLACK`]; the other chunks are whitened again in every pass, [`REWHITEN_ROWS`]
+/// rows per thread at a time. All chunks when they fit (no per-thread buffers are needed then).
+/// Besides [`MEMORY_RESERVED`], the budget holds a pass's partial results (one per thread, the
+/// total and the driver's workspace: `threads + 4` of the parallel pass's, the largest).
+pub fn white_chunks_to_store(n: usize, d: usize, k: usize, elem: usize, threads: usize) -> usize {
+    let chunks = n.div_ceil(CHUNK);
+    let chunk_bytes = (CHUNK * k * elem).max(1);
+    let input = n.saturating_mul(d).saturating_mul(elem);
+    let partial = 8 * ica::ParallelPass::<ica::LogCosh, _>::partial_len_with(
+        k,
+        crate::simd::CliKernel::for_this_cpu(),
+    );
+    let reserved = MEMORY_RESERVED + (threads.max(1) + 4) * partial;
+    let budget = (input / 4 + MEMORY_SLACK).saturating_sub(reserved);
+    if n.saturating_mul(k).saturating_mul(elem) <= budget {
+        return chunks;
+    }
+    let buffers = threads.max(1) * REWHITEN_ROWS * k * elem;
+    (budget.saturating_sub(buffers) / chunk_bytes).min(chunks)
+}
+
+/// The white rows of a fit: the whitener (its storage layout, O(K D)) and the first chunks of
+/// `z = W (x - mean)`; the rest are recomputed by each pass.
+struct White<T> {
+    k: usize,
+    whitener: Vec<T>,
+    z: Vec<T>,
+    stored_chunks: usize,
+}
+
 /// Passes over row-major samples in memory, chunk by chunk on a thread pool, merged in order.
+///
+/// The whitened rows are stored as far as the memory bound allows
+/// ([`white_chunks_to_store`]); a chunk not stored is whitened again, by the same product on
+/// the same rows (whole [`CHUNK`]s, each a multiple of the transform's blocks), into a buffer
+/// of its thread, so a pass sees the same bits either way.
 pub struct PoolExecutor<'a, T> {
     x: &'a [T],
     d: usize,
-    white: Option<(Vec<T>, usize)>,
+    white: Option<White<T>>,
     threads: usize,
     pool: &'a rayon::ThreadPool,
+    store_chunks: Option<usize>,
 }
 
 impl<'a, T: Float + Send + Sync> PoolExecutor<'a, T> {
@@ -43,20 +92,20 @@ impl<'a, T: Float + Send + Sync> PoolExecutor<'a, T> {
             white: None,
             threads: pool.current_num_threads(),
             pool,
+            store_chunks: None,
         }
     }
-    fn rows(&self, rows: Rows) -> (&[T], usize) {
-        match (rows, &self.white) {
-            (Rows::White, Some((z, k))) => (z, *k),
-            _ => (self.x, self.d),
-        }
+    /// Stores at most `chunks` chunks of white rows, whatever the memory bound says (tests).
+    pub fn store_at_most(mut self, chunks: usize) -> Self {
+        self.store_chunks = Some(chunks);
+        self
     }
 }
 
 /// Runs `pass` over `data` (`width` wide) on `pool`: rounds of one [`CHUNK`] per thread, each
 /// into its own partial, merged into `total` in row order. Rounds bound the memory for partials
 /// (15 MB each at k = 768) while the pool keeps its threads between rounds and passes.
-pub fn run_pass<T: Float + Sync, P: Pass<T>>(
+pub fn run_pass<T: Float + Send + Sync, P: Pass<T>>(
     pool: &rayon::ThreadPool,
     threads: usize,
     data: &[T],
@@ -64,46 +113,148 @@ pub fn run_pass<T: Float + Sync, P: Pass<T>>(
     pass: &P,
     total: &mut [f64],
 ) -> unmix::Result<()> {
-    let chunks: Vec<(usize, &[T])> = data.chunks(CHUNK * width.max(1)).enumerate().collect();
-    let round = threads.min(chunks.len()).max(1);
-    let mut partials = vec![vec![0.0; pass.partial_len()]; round];
-    for group in chunks.chunks(round) {
+    let width = width.max(1);
+    let n = data.len() / width;
+    run_chunks(
+        pool,
+        threads,
+        n.div_ceil(CHUNK),
+        pass,
+        total,
+        0,
+        #[inline(always)]
+        |index, partial, _| {
+            let rows = &data[index * CHUNK * width..((index + 1) * CHUNK * width).min(data.len())];
+            pass.accumulate(partial, (index * CHUNK) as u64, rows)
+        },
+    )
+}
+
+/// Runs `chunk(index, partial, scratch)` for chunks `0..chunks` on `pool`, one chunk per thread
+/// a round, each into its own zeroed partial, merged into `total` in chunk order; `scratch` is
+/// a buffer of `scratch_len` values that each thread keeps between its chunks.
+pub fn run_chunks<T: Float + Send, P: Pass<T>>(
+    pool: &rayon::ThreadPool,
+    threads: usize,
+    chunks: usize,
+    pass: &P,
+    total: &mut [f64],
+    scratch_len: usize,
+    chunk: impl Fn(usize, &mut [f64], &mut [T]) -> unmix::Result<()> + Sync,
+) -> unmix::Result<()> {
+    let round = threads.min(chunks).max(1);
+    let mut slots: Vec<(Vec<f64>, Vec<T>)> = (0..round)
+        .map(|_| {
+            (
+                crate::io::zeroed(pass.partial_len(), 0.0),
+                crate::io::zeroed(scratch_len, T::ZERO),
+            )
+        })
+        .collect();
+    let mut start = 0;
+    while start < chunks {
+        let end = (start + round).min(chunks);
         let results: Vec<unmix::Result<()>> = pool.install(|| {
-            partials
+            slots[..end - start]
                 .par_iter_mut()
-                .zip(group.par_iter())
-                .map(|(partial, &(index, rows))| {
+                .zip((start..end).into_par_iter())
+                .map(|((partial, scratch), index)| {
                     partial.fill(0.0);
                     crate::simd::fastest(
                         #[inline(always)]
-                        || pass.accumulate(partial, (index * CHUNK) as u64, rows),
+                        || chunk(index, partial, scratch),
                     )
                 })
                 .collect()
         });
-        for (result, partial) in results.into_iter().zip(&partials) {
+        for (result, (partial, _)) in results.into_iter().zip(&slots) {
             result?;
             pass.merge(total, partial)?;
         }
+        start = end;
     }
     Ok(())
 }
 
 impl<T: GemmFloat> Executor<T> for PoolExecutor<'_, T> {
     fn pass<P: Pass<T>>(&mut self, rows: Rows, pass: &P, total: &mut [f64]) -> unmix::Result<()> {
-        let (data, width) = self.rows(rows);
-        run_pass(self.pool, self.threads, data, width, pass, total)
+        let d = self.d;
+        let white = match (rows, &self.white) {
+            (Rows::White, Some(white)) => white,
+            _ => return run_pass(self.pool, self.threads, self.x, d, pass, total),
+        };
+        let k = white.k;
+        let n = self.x.len() / d;
+        let chunks = n.div_ceil(CHUNK);
+        if white.stored_chunks >= chunks {
+            return run_pass(self.pool, self.threads, &white.z, k, pass, total);
+        }
+        let view = WhitenerView::from_parts(d, k, &white.whitener)?;
+        let (x, z) = (self.x, &white.z);
+        let split_transform = k >= crate::simd::GEMM_MIN_K && !crate::simd::portable_requested();
+        run_chunks(
+            self.pool,
+            self.threads,
+            chunks,
+            pass,
+            total,
+            REWHITEN_ROWS * k,
+            #[inline(always)]
+            |index, partial, scratch| {
+                let first = index * CHUNK;
+                let end = (first + CHUNK).min(n);
+                if index < white.stored_chunks {
+                    return pass.accumulate(partial, first as u64, &z[first * k..end * k]);
+                }
+                // Consecutive pieces of one chunk into one partial: the bits of the whole chunk
+                // (the `Pass` contract), and the pieces are whole blocks of the transform.
+                let whiten = |rows: std::ops::Range<usize>, zi: &mut [T]| {
+                    centred_product(
+                        &x[rows.start * d..rows.end * d],
+                        d,
+                        view.mean(),
+                        view.whitening(),
+                        zi,
+                        k,
+                        |xi, zi| view.transform_rows(xi, zi),
+                    )
+                };
+                for start in (first..end).step_by(REWHITEN_ROWS) {
+                    let stop = (start + REWHITEN_ROWS).min(end);
+                    let zi = &mut scratch[..(stop - start) * k];
+                    // On the GEMM, the piece's two halves (whole 256-row blocks of the
+                    // transform, so the same products) under `rayon::join`: an idle thread
+                    // takes one, as it does the pass products' halves.
+                    let mid = start + (stop - start).div_ceil(2).next_multiple_of(256);
+                    if split_transform && mid < stop {
+                        let (za, zb) = zi.split_at_mut((mid - start) * k);
+                        let (a, b) =
+                            rayon::join(|| whiten(start..mid, za), || whiten(mid..stop, zb));
+                        a?;
+                        b?;
+                    } else {
+                        whiten(start..stop, zi)?;
+                    }
+                    pass.accumulate(partial, start as u64, zi)?;
+                }
+                Ok(())
+            },
+        )
     }
     fn whiten(&mut self, whitener: Option<&WhitenerView<'_, T>>) -> unmix::Result<()> {
         self.white = match whitener {
             None => None,
             Some(v) => {
-                let k = v.n_components();
-                let mut z = vec![T::ZERO; self.x.len() / self.d * k];
-                let d = self.d;
+                let (d, k) = (self.d, v.n_components());
+                let n = self.x.len() / d;
+                let stored_chunks = self.store_chunks.unwrap_or_else(|| {
+                    white_chunks_to_store(n, d, k, std::mem::size_of::<T>(), self.threads)
+                });
+                let stored_rows = (stored_chunks * CHUNK).min(n);
+                let mut z = crate::io::zeroed(stored_rows * k, T::ZERO);
                 map_rows(
                     self.pool,
-                    self.x,
+                    &self.x[..stored_rows * d],
                     d,
                     &mut z,
                     k,
@@ -114,7 +265,21 @@ impl<T: GemmFloat> Executor<T> for PoolExecutor<'_, T> {
                         })
                     },
                 )?;
-                Some((z, k))
+                let mut whitener = Vec::with_capacity(whiten::storage_len(d, k));
+                for part in [
+                    v.mean(),
+                    v.whitening(),
+                    v.unwhitening(),
+                    v.explained_variance(),
+                ] {
+                    whitener.extend_from_slice(part);
+                }
+                Some(White {
+                    k,
+                    whitener,
+                    z,
+                    stored_chunks,
+                })
             }
         };
         Ok(())
@@ -183,7 +348,41 @@ pub struct Fitted<T> {
 }
 
 /// Fits FastICA on `x` through the core's driver on a thread pool.
+/// The sources are held in memory (the report's pipelines use them); `unmix fit` writes them a
+/// block at a time instead ([`fit_then`], [`write_sources`]).
 pub fn fit<T: GemmFloat + serde::Serialize>(x: &Matrix<T>, job: &FitJob<'_>) -> Result<Fitted<T>> {
+    let (n, d) = (x.rows, x.cols);
+    let (model, info, sources) = fit_then(x, job, None, |view, pool| {
+        let k = view.n_components();
+        let mut sources = vec![T::ZERO; n * k];
+        map_rows(
+            pool,
+            &x.data,
+            d,
+            &mut sources,
+            k,
+            #[inline(always)]
+            |xi, si| sources_of(view, xi, si),
+        )?;
+        Matrix::new(n, k, sources)
+    })?;
+    Ok(Fitted {
+        model,
+        sources,
+        info,
+    })
+}
+
+/// Fits FastICA on `x` through the core's driver on a thread pool, then calls `then` with the
+/// fitted model and the pool (to write the sources, while the model's storage lives).
+/// `store_chunks` caps the white chunks kept in memory (`None`: as the memory bound allows,
+/// [`white_chunks_to_store`]); it changes no bit.
+pub fn fit_then<T: GemmFloat + serde::Serialize, R>(
+    x: &Matrix<T>,
+    job: &FitJob<'_>,
+    store_chunks: Option<usize>,
+    then: impl FnOnce(&FastIcaView<'_, T>, &rayon::ThreadPool) -> Result<R>,
+) -> Result<(crate::model::FastIcaModel, IcaInfo, R)> {
     let (n, d) = (x.rows, x.cols);
     let opts = &job.options;
     let k = opts.components(d, job.n_components);
@@ -199,6 +398,9 @@ pub fn fit<T: GemmFloat + serde::Serialize>(x: &Matrix<T>, job: &FitJob<'_>) -> 
     let mut staging = vec![T::ZERO; ica::model_len(d, k)];
     let kernel = crate::simd::CliKernel::for_this_cpu();
     let mut exec = PoolExecutor::new(&x.data, d, &pool);
+    if let Some(c) = store_chunks {
+        exec = exec.store_at_most(c);
+    }
     let explain = |e: unmix::Error| match e {
         unmix::Error::RankDeficient { rank, .. } if rank > 0 => {
             anyhow::anyhow!("{e}; keep at most {rank} components (--n-components {rank})")
@@ -242,22 +444,55 @@ pub fn fit<T: GemmFloat + serde::Serialize>(x: &Matrix<T>, job: &FitJob<'_>) -> 
     .map_err(explain)?;
     drop(exec);
     let view = model.view();
-    let mut sources = vec![T::ZERO; n * k];
-    map_rows(
-        &pool,
-        &x.data,
-        d,
-        &mut sources,
-        k,
-        #[inline(always)]
-        |xi, si| sources_of(&view, xi, si),
-    )?;
     let effective_rank = view.whitener().info().effective_rank;
-    Ok(Fitted {
-        model: crate::model::FastIcaModel::new(&view, opts, effective_rank, n as u64),
-        sources: Matrix::new(n, k, sources)?,
+    let out = then(&view, &pool)?;
+    Ok((
+        crate::model::FastIcaModel::new(&view, opts, effective_rank, n as u64),
         info,
-    })
+        out,
+    ))
+}
+
+/// Rows per block of a streamed output `k` wide (`elem` bytes a value) on `threads` threads:
+/// whole [`CHUNK`]s (the whitening's self-check runs its moments pass on them), one per thread
+/// while a block stays within 32 MB (2 chunks at 256 f64 columns, so that two threads share the self-check's
+/// moments there), at least one.
+pub fn output_block_rows(k: usize, elem: usize, threads: usize) -> usize {
+    let chunk_bytes = (CHUNK * k * elem).max(1);
+    CHUNK * threads.clamp(1, (32_000_000 / chunk_bytes).max(1))
+}
+
+/// Writes the sources of `x` under `view` to `w` as a `.npy`, a block of
+/// [`output_block_rows`] rows at a time: the bytes of the whole matrix's [`map_rows`] and
+/// [`crate::io::write_npy_to`], without holding it. `after_block` runs after each block is
+/// written (the CLI starts its writeback: [`crate::output::start_writeback`]).
+pub fn write_sources<T: GemmFloat + crate::io::NpyFloat, W: std::io::Write>(
+    view: &FastIcaView<'_, T>,
+    x: &Matrix<T>,
+    pool: &rayon::ThreadPool,
+    w: &mut W,
+    mut after_block: impl FnMut(),
+) -> Result<()> {
+    let (n, d, k) = (x.rows, x.cols, view.n_components());
+    let block = output_block_rows(k, std::mem::size_of::<T>(), pool.current_num_threads());
+    let mut out = crate::io::NpyRows::begin(w, n, k)?;
+    let mut s = crate::io::zeroed(block.min(n) * k, T::ZERO);
+    for (b, xb) in x.data.chunks(block * d.max(1)).enumerate() {
+        let sb = &mut s[..xb.len() / d.max(1) * k];
+        map_rows(
+            pool,
+            xb,
+            d,
+            sb,
+            k,
+            #[inline(always)]
+            |xi, si| sources_of(view, xi, si),
+        )
+        .with_context(|| format!("sources of rows from {}", b * block))?;
+        out.push(sb)?;
+        after_block();
+    }
+    out.finish()
 }
 
 /// Sources of rows `x` under `view`: the CLI's one source transform (`fit` and `transform`
@@ -272,4 +507,112 @@ pub fn sources_of<T: GemmFloat>(
     centred_product(x, d, view.mean(), view.components(), s, k, |x, s| {
         view.transform_rows(x, s)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use unmix::ica::{ContrastKind, IcaOptions};
+
+    /// Laplace sources mixed by a fixed matrix, `n x d`.
+    fn mixtures(n: usize, d: usize) -> Matrix<f64> {
+        let mut normals = unmix::random::Normals::new(11);
+        let s: Vec<f64> = (0..n * d)
+            .map(|_| {
+                let (a, b) = (normals.next_normal(), normals.next_normal());
+                a * b // heavy-tailed
+            })
+            .collect();
+        let a: Vec<f64> = (0..d * d).map(|_| normals.next_normal()).collect();
+        let mut x = vec![0.0; n * d];
+        for r in 0..n {
+            for i in 0..d {
+                x[r * d + i] = 1.0 + (0..d).map(|j| a[i * d + j] * s[r * d + j]).sum::<f64>();
+            }
+        }
+        Matrix::new(n, d, x).unwrap()
+    }
+
+    /// The model and sources of a fit, as bytes of their files.
+    fn run<T: GemmFloat + serde::Serialize + crate::io::NpyFloat>(
+        x: &Matrix<T>,
+        k: usize,
+        options: FastIcaOptions,
+        threads: usize,
+        store: Option<usize>,
+    ) -> (String, Vec<u8>) {
+        let progress = |_: usize, _: f64| {};
+        let job = FitJob {
+            n_components: Some(k),
+            options,
+            init: WInit::Seed(3),
+            threads,
+            progress: &progress,
+        };
+        let (model, _, sources) = fit_then(x, &job, store, |view, pool| {
+            let mut bytes = Vec::new();
+            write_sources(view, x, pool, &mut bytes, || {})?;
+            Ok(bytes)
+        })
+        .unwrap();
+        (serde_json::to_string(&model).unwrap(), sources)
+    }
+
+    /// Whitened rows stored, recomputed in every pass, or some of each: the same model and
+    /// sources, bit for bit, on 1 and 2 threads, for the core's kernel (k < 16) and the GEMM,
+    /// both algorithms, the sources' pass (canonical), f64 and f32.
+    #[test]
+    fn recomputing_white_rows_changes_no_bit() {
+        let n = 2 * CHUNK + 1500;
+        let parallel = FastIcaOptions {
+            ica: IcaOptions {
+                max_iter: 4,
+                tol: 0.0,
+                ..IcaOptions::default()
+            },
+            canonical: true,
+            ..FastIcaOptions::default()
+        };
+        let deflation = FastIcaOptions {
+            ica: IcaOptions {
+                algorithm: ica::Algorithm::Deflation,
+                ..parallel.ica
+            },
+            contrast: ContrastKind::Cube,
+            ..parallel
+        };
+        for (d, k, options) in [(6, 5, parallel), (20, 18, parallel), (20, 16, deflation)] {
+            let x = mixtures(n, d);
+            let all = run(&x, k, options, 1, None);
+            for (threads, store) in [(1, Some(0)), (2, Some(0)), (2, Some(1)), (1, Some(2))] {
+                let other = run(&x, k, options, threads, store);
+                assert!(
+                    other == all,
+                    "d {d}, k {k}, {threads} threads, {store:?} chunks stored"
+                );
+            }
+            let x32 = x.map(|v| v as f32);
+            assert!(run(&x32, k, options, 2, Some(0)) == run(&x32, k, options, 1, None));
+        }
+    }
+
+    /// Within 1.25 x the input plus 50 MB: everything stored while it fits, nothing beyond the
+    /// budget, and at least the input's quarter when the rows do not all fit.
+    #[test]
+    fn the_memory_budget_decides_what_is_stored() {
+        // 1e6 x 8 f64 (64 MB): 64 MB of white rows do not fit in 16 + 50 MB less the reserve.
+        let (n, d, k) = (1_000_000, 8, 8);
+        let stored = white_chunks_to_store(n, d, k, 8, 2);
+        let chunks = n.div_ceil(CHUNK);
+        assert!(0 < stored && stored < chunks, "{stored} of {chunks}");
+        let held = stored * CHUNK * k * 8 + 2 * REWHITEN_ROWS * k * 8 + MEMORY_RESERVED;
+        assert!(held <= n * d * 8 / 4 + MEMORY_SLACK, "{held} bytes");
+        assert!(stored * CHUNK * k * 8 >= n * d * 8 / 4);
+        // 1e5 x 768 to 64 components (614 MB): 51 MB of white rows fit.
+        assert_eq!(white_chunks_to_store(100_000, 768, 64, 8, 2), 25);
+        // Small inputs are held whole whatever k.
+        assert_eq!(white_chunks_to_store(5000, 64, 64, 8, 4), 2);
+        // Nothing stored when the partials of 64 threads at k = 768 take the whole budget.
+        assert_eq!(white_chunks_to_store(100_000, 768, 768, 8, 64), 0);
+    }
 }

@@ -1,13 +1,13 @@
 //! The jobs behind the subcommands, on in-memory tables.
 
-use crate::fastica::{map_rows, pool, run_pass};
+use crate::fastica::{map_rows, output_block_rows, pool, run_pass};
 use crate::io::Matrix;
 use crate::moments::GemmMoments;
 use crate::simd::{GEMM_MIN_K, GemmFloat, centred_product};
 use anyhow::Result;
 use unmix::Float;
-use unmix::ica::MomentsPass;
-use unmix::whiten::{self, WhitenOptions, WhitenerBuf};
+use unmix::ica::{CHUNK, MomentsPass};
+use unmix::whiten::{self, WhitenOptions, WhitenerBuf, WhitenerView};
 
 /// Owned moments of a table, built by [`moments`].
 pub struct OwnedMoments {
@@ -24,25 +24,80 @@ pub fn moments<T: Float + Send + Sync>(
     x: &Matrix<T>,
     pool: &rayon::ThreadPool,
 ) -> Result<OwnedMoments> {
-    let d = x.cols;
-    let threads = pool.current_num_threads();
-    let mut total;
-    let view = if uses_gemm(d) {
-        let pass = GemmMoments::new(d)?;
-        total = vec![0.0; GemmMoments::partial_len_for(d)];
-        run_pass(pool, threads, &x.data, d, &pass, &mut total)?;
-        pass.view(&total)?
-    } else {
-        let pass = MomentsPass::new(d)?;
-        total = vec![0.0; MomentsPass::partial_len_for(d)];
-        run_pass(pool, threads, &x.data, d, &pass, &mut total)?;
-        pass.view(&total)?
-    };
-    Ok(OwnedMoments {
-        n: view.n_samples(),
-        mean: view.mean().to_vec(),
-        comoment: view.comoment_upper().to_vec(),
-    })
+    let mut acc = MomentsAcc::new(x.cols)?;
+    acc.add(pool, &x.data)?;
+    acc.finish()
+}
+
+/// The moments of rows that come a block at a time ([`add`](Self::add)), with the bits of
+/// [`moments`] on all the rows at once when every block but the last holds whole [`CHUNK`]s.
+pub struct MomentsAcc {
+    d: usize,
+    gemm: Option<GemmMoments>,
+    core: MomentsPass,
+    total: Vec<f64>,
+    rows: usize,
+}
+
+impl MomentsAcc {
+    /// Moments of `d` features.
+    pub fn new(d: usize) -> Result<Self> {
+        let gemm = if uses_gemm(d) {
+            Some(GemmMoments::new(d)?)
+        } else {
+            None
+        };
+        let len = match gemm {
+            Some(_) => GemmMoments::partial_len_for(d),
+            None => MomentsPass::partial_len_for(d),
+        };
+        Ok(Self {
+            d,
+            gemm,
+            core: MomentsPass::new(d)?,
+            total: vec![0.0; len],
+            rows: 0,
+        })
+    }
+    /// Adds the next rows; the rows added before must be whole chunks.
+    pub fn add<T: Float + Send + Sync>(&mut self, pool: &rayon::ThreadPool, x: &[T]) -> Result<()> {
+        anyhow::ensure!(
+            self.rows % CHUNK == 0,
+            "internal: moments after {} rows, not whole chunks",
+            self.rows
+        );
+        let threads = pool.current_num_threads();
+        let result = match &self.gemm {
+            Some(pass) => run_pass(pool, threads, x, self.d, pass, &mut self.total),
+            None => run_pass(pool, threads, x, self.d, &self.core, &mut self.total),
+        };
+        result.map_err(|e| renumber(e, self.rows as u64))?;
+        self.rows += x.len() / self.d;
+        Ok(())
+    }
+    /// The moments of every row added.
+    pub fn finish(self) -> Result<OwnedMoments> {
+        let view = match &self.gemm {
+            Some(pass) => pass.view(&self.total)?,
+            None => self.core.view(&self.total)?,
+        };
+        Ok(OwnedMoments {
+            n: view.n_samples(),
+            mean: view.mean().to_vec(),
+            comoment: view.comoment_upper().to_vec(),
+        })
+    }
+}
+
+/// Row numbers of an error counted from `offset`.
+fn renumber(e: unmix::Error, offset: u64) -> unmix::Error {
+    match e {
+        unmix::Error::NonFinite { row, col } => unmix::Error::NonFinite {
+            row: row + offset,
+            col,
+        },
+        other => other,
+    }
 }
 
 /// Whether [`moments`] of `d` features run on the GEMM.
@@ -79,12 +134,34 @@ pub struct Whitened<T> {
     pub max_cov_error: f64,
 }
 
-/// Fits a whitener on `x` and whitens it.
+/// Fits a whitener on `x` and whitens it, in memory (the demo's).
 pub fn whiten<T: GemmFloat + serde::Serialize>(
     x: &Matrix<T>,
     job: &WhitenJob,
 ) -> Result<Whitened<T>> {
-    let (n, d) = (x.rows, x.cols);
+    let (model, (z, max_cov_error)) = whiten_then(x, job, |view, pool| {
+        let k = view.n_components();
+        let mut z = Vec::with_capacity(x.rows * k);
+        let err = whiten_blocks(view, x, pool, job.options.ddof, |b| {
+            z.extend_from_slice(b);
+            Ok(())
+        })?;
+        Ok((Matrix::new(x.rows, k, z)?, err))
+    })?;
+    Ok(Whitened {
+        z,
+        model,
+        max_cov_error,
+    })
+}
+
+/// Fits a whitener on `x` and calls `then` with it and the pool (to whiten the rows).
+pub fn whiten_then<T: GemmFloat + serde::Serialize, R>(
+    x: &Matrix<T>,
+    job: &WhitenJob,
+    then: impl FnOnce(&WhitenerView<'_, T>, &rayon::ThreadPool) -> Result<R>,
+) -> Result<(crate::model::WhitenerModel, R)> {
+    let d = x.cols;
     let k = job.n_components.unwrap_or(d);
     let pool = pool(job.threads)?;
     let m = moments(x, &pool)?;
@@ -99,34 +176,52 @@ pub fn whiten<T: GemmFloat + serde::Serialize>(
             ),
             e => anyhow::Error::new(e).context("whitening failed"),
         })?;
+    drop(m);
     let view = w.view();
-    let mut z = vec![T::ZERO; n * k];
-    map_rows(
-        &pool,
-        &x.data,
-        d,
-        &mut z,
-        k,
-        #[inline(always)]
-        |xi, zi| {
-            centred_product(xi, d, view.mean(), view.whitening(), zi, k, |xi, zi| {
-                view.transform_rows(xi, zi)
-            })
-        },
-    )?;
-    let z = Matrix::new(n, k, z)?;
-    let zm = moments(&z, &pool)?;
+    let out = then(&view, &pool)?;
+    let model = crate::model::WhitenerModel::new(&view, &job.options, &info);
+    Ok((model, out))
+}
+
+/// Whitens `x` under `view` a block of [`output_block_rows`] rows at a time, hands each block to
+/// `sink` in row order, and returns the self-check: the largest |cov(Z) - I| over the entries at
+/// `ddof`, from the moments of the blocks as they pass (one read of `x`, no copy of `Z` held).
+pub fn whiten_blocks<T: GemmFloat>(
+    view: &WhitenerView<'_, T>,
+    x: &Matrix<T>,
+    pool: &rayon::ThreadPool,
+    ddof: u32,
+    mut sink: impl FnMut(&[T]) -> Result<()>,
+) -> Result<f64> {
+    let (n, d, k) = (x.rows, x.cols, view.n_components());
+    let block = output_block_rows(k, std::mem::size_of::<T>(), pool.current_num_threads());
+    let mut zb = crate::io::zeroed(block.min(n) * k, T::ZERO);
+    let mut acc = MomentsAcc::new(k)?;
+    for (b, xb) in x.data.chunks(block * d.max(1)).enumerate() {
+        let z = &mut zb[..xb.len() / d.max(1) * k];
+        map_rows(
+            pool,
+            xb,
+            d,
+            z,
+            k,
+            #[inline(always)]
+            |xi, zi| {
+                centred_product(xi, d, view.mean(), view.whitening(), zi, k, |xi, zi| {
+                    view.transform_rows(xi, zi)
+                })
+            },
+        )
+        .map_err(|e| renumber(e, (b * block) as u64))?;
+        acc.add(pool, z)?;
+        sink(z)?;
+    }
+    let zm = acc.finish()?;
     let mut cov = vec![0.0; k * k];
-    zm.view().covariance_into(job.options.ddof, &mut cov)?;
-    let max_cov_error = cov
+    zm.view().covariance_into(ddof, &mut cov)?;
+    Ok(cov
         .iter()
         .enumerate()
         .map(|(i, c)| (c - if i / k == i % k { 1.0 } else { 0.0 }).abs())
-        .fold(0.0, f64::max);
-    let model = crate::model::WhitenerModel::new(&view, &job.options, &info);
-    Ok(Whitened {
-        z,
-        model,
-        max_cov_error,
-    })
+        .fold(0.0, f64::max))
 }

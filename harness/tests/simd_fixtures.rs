@@ -11,6 +11,15 @@
 //! prints their differences. Those fits amplify rounding: the GEMM's moments differ from the
 //! core's by about 1e-16 relative, the sources of the FastICA digits fixtures by 7e-13 (0.7 of the
 //! tolerance); reordering the input rows changes the portable path's own sources by 2.9e-13.
+//!
+//! The D = 256 fixtures (`laplace_d256_*`, 32 components) are held to [`RTOL_D256`] = 2e-9
+//! instead: there the first iterations amplify the moments' 1e-16 differences by the condition
+//! number of the start matrix's update (`sym(M) = (M M')^(-1/2) M` of a random start): after one
+//! iteration with `--tol 0` the two paths' sources differ by 2.4e-9 (exp) and 1.2e-10 (logcosh),
+//! after six by 4.1e-8 and 1.1e-9, and as the iterates converge the difference shrinks again, to
+//! 5.2e-10 and 9.7e-12 where scikit-learn stops (11 and 10 iterations). So it is amplification at
+//! the start, not compounding; scikit-learn's own sources agree with either path to 1e-6 with the
+//! same `n_iter` (`crosscheck_fastica.rs`).
 
 mod common;
 use common::*;
@@ -18,6 +27,9 @@ use std::path::Path;
 use unmix::ica::{ContrastKind, WhitenMode};
 
 const RTOL: f64 = 1e-12;
+
+/// The tolerance of the D = 256 fixtures (see the module's documentation): 4x the worst measured.
+const RTOL_D256: f64 = 2e-9;
 
 /// `max |a - b| / max |a|` (0 when both are all zeros).
 fn relative(a: &[f64], b: &[f64]) -> f64 {
@@ -45,7 +57,8 @@ fn read_array(path: &Path) -> Vec<f64> {
 }
 
 /// Runs `args` (plus the `--model` and data outputs, appended here) both ways; returns the worst
-/// relative difference over the arrays, after checking each against [`RTOL`].
+/// relative difference over the arrays, after checking each against [`RTOL`] ([`RTOL_D256`]
+/// for the D = 256 fixtures).
 fn compare(
     dir: &Path,
     name: &str,
@@ -73,10 +86,15 @@ fn compare(
         data.push(read_array(&z));
     }
     let mut worst = 0.0f64;
+    let rtol = if name.starts_with("laplace_d256") {
+        RTOL_D256
+    } else {
+        RTOL
+    };
     let mut check = |what: &str, a: &[f64], b: &[f64]| {
         let r = relative(a, b);
         worst = worst.max(r);
-        if r.is_nan() || r > RTOL {
+        if r.is_nan() || r > rtol {
             failures.push(format!("{name}: {what} differ by {r:e} relative"));
         }
     };

@@ -147,26 +147,38 @@ pub fn run(a: &Args) -> Result<serde_json::Value> {
     let input = a.input.display();
     let (model, info) = match dtype {
         Dtype::F32 => {
-            let x = table.to_f32();
-            drop(table);
-            let out = fastica::fit(&x, &job)
-                .map_err(|e| explain_rank_zero(e, &x))
-                .with_context(|| format!("{input}"))?;
-            if a.sources.is_some() {
-                outputs.write_npy("--sources", &out.sources)?;
-            }
-            (out.model, out.info)
+            let x = table.into_f32();
+            let (model, info, ()) = fastica::fit_then(&x, &job, None, |view, pool| {
+                if a.sources.is_some() {
+                    outputs.write("--sources", |w| {
+                        let file = *w.get_ref();
+                        fastica::write_sources(view, &x, pool, w, || {
+                            crate::output::start_writeback(file)
+                        })
+                    })?;
+                }
+                Ok(())
+            })
+            .map_err(|e| explain_rank_zero(e, &x))
+            .with_context(|| format!("{input}"))?;
+            (model, info)
         }
         Dtype::F64 => {
-            let x = table.to_f64();
-            drop(table);
-            let out = fastica::fit(&x, &job)
-                .map_err(|e| explain_rank_zero(e, &x))
-                .with_context(|| format!("{input}"))?;
-            if a.sources.is_some() {
-                outputs.write_npy("--sources", &out.sources)?;
-            }
-            (out.model, out.info)
+            let x = table.into_f64();
+            let (model, info, ()) = fastica::fit_then(&x, &job, None, |view, pool| {
+                if a.sources.is_some() {
+                    outputs.write("--sources", |w| {
+                        let file = *w.get_ref();
+                        fastica::write_sources(view, &x, pool, w, || {
+                            crate::output::start_writeback(file)
+                        })
+                    })?;
+                }
+                Ok(())
+            })
+            .map_err(|e| explain_rank_zero(e, &x))
+            .with_context(|| format!("{input}"))?;
+            (model, info)
         }
     };
     outputs.write_json("--model", &crate::model::Model::FastIca(model.clone()))?;

@@ -85,7 +85,8 @@ pub fn check_fit_size(n: usize, d: usize, k: usize, threads: usize, whitens: boo
     }
     let (n, d, k, t) = (n as u64, d as u64, k as u64, threads.max(1) as u64);
     // f64 values: per-thread moments (d + d^2), eigen workspace (d^2 + 2d + 2k^2), the model
-    // (d + 3kd + k^2 + k), and two n x k copies (whitened data and sources).
+    // (d + 3kd + k^2 + k), the whitened rows a fit keeps (n x k, at most a quarter of the input
+    // plus 50 MB: `fastica::white_chunks_to_store`) and the output's blocks (a chunk per thread).
     let values = (|| {
         let dd = d.checked_mul(d)?;
         let per_thread = dd.checked_add(d)?.checked_mul(t.checked_add(1)?)?;
@@ -96,7 +97,11 @@ pub fn check_fit_size(n: usize, d: usize, k: usize, threads: usize, whitens: boo
             .checked_mul(d)?
             .checked_mul(3)?
             .checked_add(d + k * k + k)?;
-        let copies = n.checked_mul(k)?.checked_mul(2)?;
+        let kept = n
+            .checked_mul(k)?
+            .min(n.checked_mul(d)? / 4 + crate::fastica::MEMORY_SLACK as u64 / 8);
+        let copies =
+            kept.checked_add((unmix::ica::CHUNK as u64).checked_mul(k)?.checked_mul(t)?)?;
         per_thread
             .checked_add(eigen)?
             .checked_add(model)?

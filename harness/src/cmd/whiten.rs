@@ -2,8 +2,10 @@
 
 use super::{check_fit_size, explain_rank_zero, named, read_input, require_npy, threads};
 use crate::io::Table;
+use crate::io::{Matrix, NpyFloat, NpyRows};
 use crate::output::Outputs;
-use crate::pipeline::{WhitenJob, whiten};
+use crate::pipeline::{WhitenJob, whiten_blocks, whiten_then};
+use crate::simd::GemmFloat;
 use anyhow::{Context, Result, bail};
 use std::path::PathBuf;
 use unmix::whiten::{Method, Rotation, WhitenOptions};
@@ -73,22 +75,11 @@ pub fn run(a: &Args) -> Result<serde_json::Value> {
         threads,
     };
     let input = a.input.display();
-    let (model, max_cov_error) = match &table {
-        Table::F32(x) => {
-            let out = whiten(x, &job)
-                .map_err(|e| explain_rank_zero(e, x))
-                .with_context(|| format!("{input}"))?;
-            outputs.write_npy("--output", &out.z)?;
-            (out.model, out.max_cov_error)
-        }
-        Table::F64(x) => {
-            let out = whiten(x, &job)
-                .map_err(|e| explain_rank_zero(e, x))
-                .with_context(|| format!("{input}"))?;
-            outputs.write_npy("--output", &out.z)?;
-            (out.model, out.max_cov_error)
-        }
-    };
+    let (model, max_cov_error) = match table {
+        Table::F32(x) => whiten_to(&x, &job, &mut outputs).map_err(|e| explain_rank_zero(e, &x)),
+        Table::F64(x) => whiten_to(&x, &job, &mut outputs).map_err(|e| explain_rank_zero(e, &x)),
+    }
+    .with_context(|| format!("{input}"))?;
     if a.model.is_some() {
         outputs.write_json("--model", &crate::model::Model::Whitener(model.clone()))?;
     }
@@ -102,4 +93,27 @@ pub fn run(a: &Args) -> Result<serde_json::Value> {
         "effective_rank": model.effective_rank,
         "max_abs_cov_error": max_cov_error,
     }))
+}
+
+/// Whitens `x` into `--output` a block at a time (the whitened data are never held whole);
+/// returns the model and the self-check.
+fn whiten_to<T: GemmFloat + NpyFloat + serde::Serialize>(
+    x: &Matrix<T>,
+    job: &WhitenJob,
+    outputs: &mut Outputs,
+) -> Result<(crate::model::WhitenerModel, f64)> {
+    whiten_then(x, job, |view, pool| {
+        let mut err = 0.0;
+        outputs.write("--output", |w| {
+            let file = *w.get_ref();
+            let mut out = NpyRows::begin(w, x.rows, view.n_components())?;
+            err = whiten_blocks(view, x, pool, job.options.ddof, |z| {
+                out.push(z)?;
+                crate::output::start_writeback(file);
+                Ok(())
+            })?;
+            out.finish()
+        })?;
+        Ok(err)
+    })
 }
