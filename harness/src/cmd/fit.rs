@@ -2,12 +2,15 @@
 
 use super::{check_fit_size, explain_rank_zero, named, read_input, require_npy, threads};
 use crate::fastica::{self, FitJob};
-use crate::io::{self, Table};
+use crate::io::{self, Matrix, Table};
 use crate::output::Outputs;
+use crate::simd::GemmFloat;
 use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
 use std::path::PathBuf;
-use unmix::ica::{Algorithm, ContrastKind, FastIcaOptions, IcaOptions, LogCosh, WInit, WhitenMode};
+use unmix::ica::{
+    Algorithm, ContrastKind, FastIcaOptions, IcaInfo, IcaOptions, LogCosh, WInit, WhitenMode,
+};
 use unmix::whiten::WhitenOptions;
 
 /// Precision of the fit.
@@ -146,41 +149,10 @@ pub fn run(a: &Args) -> Result<serde_json::Value> {
     });
     let input = a.input.display();
     let (model, info) = match dtype {
-        Dtype::F32 => {
-            let x = table.into_f32();
-            let (model, info, ()) = fastica::fit_then(&x, &job, None, |view, pool| {
-                if a.sources.is_some() {
-                    outputs.write("--sources", |w| {
-                        let file = *w.get_ref();
-                        fastica::write_sources(view, &x, pool, w, || {
-                            crate::output::start_writeback(file)
-                        })
-                    })?;
-                }
-                Ok(())
-            })
-            .map_err(|e| explain_rank_zero(e, &x))
-            .with_context(|| format!("{input}"))?;
-            (model, info)
-        }
-        Dtype::F64 => {
-            let x = table.into_f64();
-            let (model, info, ()) = fastica::fit_then(&x, &job, None, |view, pool| {
-                if a.sources.is_some() {
-                    outputs.write("--sources", |w| {
-                        let file = *w.get_ref();
-                        fastica::write_sources(view, &x, pool, w, || {
-                            crate::output::start_writeback(file)
-                        })
-                    })?;
-                }
-                Ok(())
-            })
-            .map_err(|e| explain_rank_zero(e, &x))
-            .with_context(|| format!("{input}"))?;
-            (model, info)
-        }
-    };
+        Dtype::F32 => fit_and_write(&table.into_f32(), &job, &mut outputs, a.sources.is_some()),
+        Dtype::F64 => fit_and_write(&table.into_f64(), &job, &mut outputs, a.sources.is_some()),
+    }
+    .with_context(|| format!("{input}"))?;
     outputs.write_json("--model", &crate::model::Model::FastIca(model.clone()))?;
     outputs.persist()?;
     bar.finish_and_clear();
@@ -259,4 +231,24 @@ fn convergence_position(change: f64, tol: f64) -> u64 {
         return 0;
     }
     ((done / target).clamp(0.0, 1.0) * BAR_STEPS as f64) as u64
+}
+
+/// Fits `x` and, when `sources`, streams its sources to the staged `--sources` output.
+fn fit_and_write<T: GemmFloat + io::NpyFloat + serde::Serialize>(
+    x: &Matrix<T>,
+    job: &FitJob<'_>,
+    outputs: &mut Outputs,
+    sources: bool,
+) -> Result<(crate::model::FastIcaModel, IcaInfo)> {
+    let (model, info, ()) = fastica::fit_then(x, job, None, |view, pool| {
+        if sources {
+            outputs.write("--sources", |w| {
+                let file = *w.get_ref();
+                fastica::write_sources(view, x, pool, w, || crate::output::start_writeback(file))
+            })?;
+        }
+        Ok(())
+    })
+    .map_err(|e| explain_rank_zero(e, x))?;
+    Ok((model, info))
 }
