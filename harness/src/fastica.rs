@@ -8,6 +8,7 @@
 
 use crate::io::Matrix;
 use crate::simd::{GemmFloat, centred_product};
+use crate::single::SinglePass;
 use anyhow::{Context, Result};
 use rayon::prelude::*;
 use unmix::Float;
@@ -178,6 +179,8 @@ pub fn run_chunks<T: Float + Send, P: Pass<T>>(
 
 impl<T: GemmFloat> Executor<T> for PoolExecutor<'_, T> {
     fn pass<P: Pass<T>>(&mut self, rows: Rows, pass: &P, total: &mut [f64]) -> unmix::Result<()> {
+        // f32 data: the parallel pass's products in f32 blocks (`single`); other passes as given.
+        let pass = &SinglePass::new(pass);
         let d = self.d;
         let white = match (rows, &self.white) {
             (Rows::White, Some(white)) => white,
@@ -559,8 +562,9 @@ mod tests {
     }
 
     /// Whitened rows stored, recomputed in every pass, or some of each: the same model and
-    /// sources, bit for bit, on 1 and 2 threads, for the core's kernel (k < 16) and the GEMM,
-    /// both algorithms, the sources' pass (canonical), f64 and f32.
+    /// sources, bit for bit, on 1 and 2 threads, for the core's kernel (k < 16) and the GEMM
+    /// (split in halves at k = 64), both algorithms, the sources' pass (canonical), f64 and f32
+    /// (whose parallel passes from k = 16 run in f32 blocks, `single`).
     #[test]
     fn recomputing_white_rows_changes_no_bit() {
         let n = 2 * CHUNK + 1500;
@@ -581,7 +585,12 @@ mod tests {
             contrast: ContrastKind::Cube,
             ..parallel
         };
-        for (d, k, options) in [(6, 5, parallel), (20, 18, parallel), (20, 16, deflation)] {
+        for (d, k, options) in [
+            (6, 5, parallel),
+            (20, 18, parallel),
+            (20, 16, deflation),
+            (66, 64, parallel),
+        ] {
             let x = mixtures(n, d);
             let all = run(&x, k, options, 1, None);
             for (threads, store) in [(1, Some(0)), (2, Some(0)), (2, Some(1)), (1, Some(2))] {

@@ -15,3 +15,4 @@ pub mod pipeline;
 pub mod plot;
 pub mod report;
 pub mod simd;
+pub mod single;

@@ -221,7 +221,7 @@ fn gram_rows(g: &[f64], m: usize, z: &[f64], k: usize, stride: usize, n: usize, 
 }
 
 /// The float types the CLI's GEMM transforms take.
-pub trait GemmFloat: unmix::Float {
+pub trait GemmFloat: unmix::Float + crate::single::AsF32 {
     /// `c (m x n) = a (m x k) b'`, all row-major, `b` being `n x k`.
     fn gemm_abt(m: usize, k: usize, n: usize, a: &[Self], b: &[Self], c: &mut [Self]);
 }

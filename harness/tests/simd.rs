@@ -264,3 +264,65 @@ fn gemm_paths_do_not_depend_on_the_thread_count() {
         }
     }
 }
+
+/// f32 data take the f32 block path from 16 components (`harness::single`: products on `sgemm`,
+/// the contrast in f32, sums in f64 across blocks). Against the core's f64 sums
+/// (`UNMIX_SIMD=portable`) the fits keep the f32 contract of the scikit-learn cross-checks:
+/// converged in the same number of iterations, sources, components and mixing within 1e-3
+/// relative (each contrast; k = 64 also splits every block in halves). Measured: a few 1e-6.
+#[test]
+fn f32_blocks_keep_the_f32_contract() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for (fun, k) in [("logcosh", 24), ("exp", 24), ("cube", 24), ("logcosh", 64)] {
+        let x = d.join(format!("x{k}.npy"));
+        write_mixed(&x, 9000, k);
+        let mut runs = Vec::new();
+        for portable in [true, false] {
+            let (m, s) = (
+                d.join(format!("m{portable}.json")),
+                d.join(format!("s{portable}.npy")),
+            );
+            run_simd(
+                &[
+                    "fit",
+                    "--input",
+                    x.to_str().unwrap(),
+                    "--dtype",
+                    "f32",
+                    "--fun",
+                    fun,
+                    "--random-state",
+                    "5",
+                    "--threads",
+                    "2",
+                    "--model",
+                    m.to_str().unwrap(),
+                    "--sources",
+                    s.to_str().unwrap(),
+                ],
+                portable,
+            );
+            let model: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(&m).unwrap()).unwrap();
+            assert_eq!(model["converged"], true, "{fun} k = {k}");
+            runs.push((model, s));
+        }
+        let (portable, fast) = (&runs[0].0, &runs[1].0);
+        assert_eq!(portable["n_iter"], fast["n_iter"], "{fun} k = {k}");
+        let r = relative_difference(&runs[0].1, &runs[1].1);
+        assert!(r < 1e-3, "{fun} k = {k}: sources differ by {r:e}");
+        // f32 rounding shows: the f32 path ran (it does not depend on the CPU's features).
+        assert!(r > 0.0, "{fun} k = {k}: the f32 path was not taken");
+        for key in ["components", "mixing"] {
+            let rows = |m: &serde_json::Value| -> Vec<f64> {
+                let rows = m[key].as_array().expect("rows");
+                rows.iter().flat_map(common::floats).collect()
+            };
+            let (a, b) = (rows(portable), rows(fast));
+            let rk = common::max_abs_diff(&a, &b) / common::max_abs(&a);
+            assert!(rk < 1e-3, "{fun} k = {k}: {key} differ by {rk:e}");
+        }
+        eprintln!("f32 {fun} k = {k}: f32 blocks vs f64 sums: sources differ by {r:.1e} relative");
+    }
+}

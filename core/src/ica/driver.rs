@@ -401,6 +401,22 @@ impl<'a, C: Contrast, K: Kernel> ParallelPass<'a, C, K> {
     }
 }
 
+/// Adds to a [`ParallelPass`]'s `partial` the sums of `rows` further rows that an executor
+/// computed by its own arithmetic: `sums` is `G = sum g(W z) z'` (`k x k`, row-major) then
+/// `b = sum g'(W z)` (`k`), as [`ParallelPass::finish`] returns them. The CLI does this for `f32`
+/// data, whose products it runs in `f32` within blocks; the partial then carries that
+/// arithmetic's bits, and merges and finishes like any other.
+pub fn add_parallel_sums(partial: &mut [Sum], k: usize, rows: u64, sums: &[Sum]) -> Result<()> {
+    let len = k * k + k;
+    let sums = crate::error::prefix(sums, len)?;
+    let (n, rest) = split_rows(partial)?;
+    // The partial's `Sums` total: `finish` adds it to the in-chunk sums, which stay untouched.
+    for (t, s) in prefix_mut(rest, len)?.iter_mut().zip(sums) {
+        *t += *s;
+    }
+    store_rows(partial, n.checked_add(rows).ok_or(Error::Overflow)?)
+}
+
 fn check_len(w: &[Sum], len: usize) -> Result<()> {
     if w.len() != len {
         return Err(Error::DimensionMismatch {

@@ -45,7 +45,7 @@ pub use canonical::canonicalize;
 pub use contrast::{Contrast, ContrastKind, Cube, Exp, LogCosh};
 pub use driver::{
     DeflationPass, Executor, InMemory, MomentsPass, ParallelPass, Pass, PassSpec, Rows, SourcePass,
-    SpecPass,
+    SpecPass, add_parallel_sums,
 };
 pub use kernel::{Kernel, Portable, PortableRows};
 pub use model::{
