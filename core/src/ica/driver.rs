@@ -620,14 +620,14 @@ pub(crate) fn unmix<T: Float, E: Executor<T>, C: Contrast, K: Kernel>(
     let mut info = IcaInfo::default();
     match opts.algorithm {
         Algorithm::Parallel => {
-            update::sym_decorrelation(w, k, step_ws)?;
+            update::sym_decorrelation_with(w, k, step_ws, kernel)?;
             for it in 1..=opts.max_iter {
                 let pass = ParallelPass::new(w, k, contrast, kernel)?;
                 let total = &mut total[..ParallelPass::<C, K>::partial_len_with(k, kernel)];
                 total.fill(0.0);
                 exec.pass(Rows::White, &pass, total)?;
                 let n = rows_at_least_two(pass.finish(total, sums)?)?;
-                let change = update::parallel_step(w, sums, n, k, step_ws)?;
+                let change = update::parallel_step_with(w, sums, n, k, step_ws, kernel)?;
                 on_iteration(it, change);
                 info = IcaInfo {
                     n_iter: it,

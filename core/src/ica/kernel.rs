@@ -28,6 +28,24 @@ pub trait Kernel: Copy + Sync {
     /// `out[i k + j] += <g_i, z_j>` over the first `n` lanes.
     #[allow(clippy::too_many_arguments)]
     fn gram_block(&self, g: &[Sum], z: &[Sum], k: usize, stride: usize, n: usize, out: &mut [Sum]);
+    /// `m = w w'` for `w` `k x k` (both triangles): the first product of the parallel update's
+    /// decorrelation ([`sym_decorrelation_with`](crate::ica::update::sym_decorrelation_with)).
+    fn gram(&self, w: &[Sum], k: usize, m: &mut [Sum]) {
+        crate::ica::update::gram_upper(w, k, m)
+    }
+    /// `out = P w` with `P = sum_l s_l v_l v_l'` over the rows `v_l` of `v` (all `k x k`; `p`
+    /// is scratch for `P`): the decorrelation's other two products.
+    fn decorrelate(
+        &self,
+        v: &[Sum],
+        s: &[Sum],
+        w: &[Sum],
+        k: usize,
+        p: &mut [Sum],
+        out: &mut [Sum],
+    ) {
+        crate::ica::update::decorrelate(v, s, w, k, p, out)
+    }
 }
 
 /// The core's kernel: register-blocked plain Rust, vectorised for whatever the build targets,

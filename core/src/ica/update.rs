@@ -7,6 +7,7 @@
 
 use crate::error::{Error, Result, prefix_mut};
 use crate::float::{Sum, smath};
+use crate::ica::kernel::{Kernel, Portable};
 use crate::linalg::{dot, symmetric_eigen};
 
 /// [`Sum`] workspace [`sym_decorrelation`] needs for `k x k`.
@@ -17,27 +18,52 @@ pub const fn sym_workspace_len(k: usize) -> usize {
 /// `W <- (W W')^(-1/2) W`, the nearest matrix with orthonormal rows. Eigenvalues of `W W'` below
 /// `f64::MIN_POSITIVE` are raised to it, as scikit-learn clips at `finfo.tiny`.
 pub fn sym_decorrelation(w: &mut [Sum], k: usize, ws: &mut [Sum]) -> Result<()> {
+    sym_decorrelation_with(w, k, ws, Portable)
+}
+
+/// [`sym_decorrelation`] with its three `k^3` products (`W W'`, `P = V' S V`, `P W`) on
+/// `kernel` ([`Kernel::gram`], [`Kernel::decorrelate`]); the eigen-decomposition is the core's.
+pub fn sym_decorrelation_with<K: Kernel>(
+    w: &mut [Sum],
+    k: usize,
+    ws: &mut [Sum],
+    kernel: K,
+) -> Result<()> {
     let ws = prefix_mut(ws, sym_workspace_len(k))?;
     let (m, rest) = ws.split_at_mut(k * k);
     let (values, rest) = rest.split_at_mut(k);
     let (work, rest) = rest.split_at_mut(k);
     let (p, tmp) = rest.split_at_mut(k * k);
-    gram_upper(&w[..k * k], k, m);
+    let w = prefix_mut(w, k * k)?;
+    kernel.gram(w, k, m);
     symmetric_eigen(m, k, values, work)?;
-    // P = sum_l v_l v_l' / sqrt(s_l)
+    for v in values.iter_mut() {
+        *v = 1.0 / smath::sqrt(v.max(Sum::MIN_POSITIVE));
+    }
+    kernel.decorrelate(m, values, w, k, p, &mut tmp[..k * k]);
+    w.copy_from_slice(&tmp[..k * k]);
+    if w.iter().any(|v| !v.is_finite()) {
+        return Err(Error::Overflow);
+    }
+    Ok(())
+}
+
+/// `out = P w` with `P = sum_l s_l v_l v_l'` for the rows `v_l` of `v` (`k x k` each; `p`
+/// receives `P`): the portable [`Kernel::decorrelate`]. `P` accumulates over `l` in order; each
+/// entry of `P w` sums over `l` in order from `-0.0` (as `Iterator::sum`), the inner loop running
+/// along contiguous rows of `w` (it vectorises).
+pub fn decorrelate(v: &[Sum], s: &[Sum], w: &[Sum], k: usize, p: &mut [Sum], out: &mut [Sum]) {
+    let p = &mut p[..k * k];
     p.fill(0.0);
-    for (l, v) in m.chunks_exact(k).enumerate() {
-        let inv = 1.0 / smath::sqrt(values[l].max(Sum::MIN_POSITIVE));
+    for (v, inv) in v.chunks_exact(k).zip(s).take(k) {
         for i in 0..k {
-            let vi = v[i] * inv;
+            let vi = v[i] * *inv;
             for j in 0..k {
                 p[i * k + j] += vi * v[j];
             }
         }
     }
-    // tmp = P W, row by row: each entry summed over l in order from -0.0 (as `Iterator::sum`),
-    // the inner loop running along contiguous rows of W (it vectorises).
-    for (trow, prow) in tmp.chunks_exact_mut(k).zip(p.chunks_exact(k)).take(k) {
+    for (trow, prow) in out.chunks_exact_mut(k).zip(p.chunks_exact(k)).take(k) {
         trow.fill(-0.0);
         for (a, wrow) in prow.iter().zip(w.chunks_exact(k)) {
             for (t, x) in trow.iter_mut().zip(wrow) {
@@ -45,17 +71,12 @@ pub fn sym_decorrelation(w: &mut [Sum], k: usize, ws: &mut [Sum]) -> Result<()> 
             }
         }
     }
-    w[..k * k].copy_from_slice(&tmp[..k * k]);
-    if w[..k * k].iter().any(|v| !v.is_finite()) {
-        return Err(Error::Overflow);
-    }
-    Ok(())
 }
 
-/// `m = w w'` (`k x k`, both triangles): each entry is [`dot`]'s sum (over `l` in order, from
+/// `m = w w'` (`k x k`, both triangles): the portable [`Kernel::gram`]: each entry is [`dot`]'s sum (over `l` in order, from
 /// `-0.0`), four entries of a row at a time so that their additions overlap. The same bits as a
 /// `dot` per entry, in about a quarter of the time (a lone `dot` waits on each addition).
-fn gram_upper(w: &[Sum], k: usize, m: &mut [Sum]) {
+pub fn gram_upper(w: &[Sum], k: usize, m: &mut [Sum]) {
     for i in 0..k {
         let wi = &w[i * k..(i + 1) * k];
         let mut j = i;
@@ -112,6 +133,18 @@ pub fn check_start(w: &[Sum], k: usize, ws: &mut [Sum]) -> Result<()> {
 /// One parallel step from the pass sums `gb` (`G` row-major `k x k`, then `b`, `k`) over `n` rows.
 /// Replaces `w` and returns the change.
 pub fn parallel_step(w: &mut [Sum], gb: &[Sum], n: u64, k: usize, ws: &mut [Sum]) -> Result<Sum> {
+    parallel_step_with(w, gb, n, k, ws, Portable)
+}
+
+/// [`parallel_step`] with the decorrelation's products on `kernel`.
+pub fn parallel_step_with<K: Kernel>(
+    w: &mut [Sum],
+    gb: &[Sum],
+    n: u64,
+    k: usize,
+    ws: &mut [Sum],
+    kernel: K,
+) -> Result<Sum> {
     let ws = prefix_mut(ws, k * k + sym_workspace_len(k))?;
     let (w1, sym_ws) = ws.split_at_mut(k * k);
     let inv_n = 1.0 / n as Sum;
@@ -121,7 +154,7 @@ pub fn parallel_step(w: &mut [Sum], gb: &[Sum], n: u64, k: usize, ws: &mut [Sum]
             w1[i * k + j] = gb[i * k + j] * inv_n - beta * w[i * k + j];
         }
     }
-    sym_decorrelation(w1, k, sym_ws)?;
+    sym_decorrelation_with(w1, k, sym_ws, kernel)?;
     let mut change: Sum = 0.0;
     for i in 0..k {
         let c = dot(&w1[i * k..(i + 1) * k], &w[i * k..(i + 1) * k]);
