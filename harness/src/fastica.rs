@@ -564,7 +564,7 @@ mod tests {
     /// Whitened rows stored, recomputed in every pass, or some of each: the same model and
     /// sources, bit for bit, on 1 and 2 threads, for the core's kernel (k < 16) and the GEMM
     /// (split in halves at k = 64), both algorithms, the sources' pass (canonical), f64 and f32
-    /// (whose parallel passes from k = 16 run in f32 blocks, `single`).
+    /// (whose parallel passes run in f32 blocks, `single`).
     #[test]
     fn recomputing_white_rows_changes_no_bit() {
         let n = 2 * CHUNK + 1500;
