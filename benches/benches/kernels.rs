@@ -1,5 +1,5 @@
 //! The two products of a parallel FastICA pass over one block of rows (`Y = W Z`, `G += g(Y) Z'`,
-//! feature-major `k x rows`): the core's portable kernel, the CLI's GEMM kernel (matrixmultiply)
+//! feature-major `k x rows`): the core's portable kernel, the CLI's GEMM kernel (the `gemm` crate)
 //! and nalgebra, in one run.
 //!
 //! `cargo bench -p unmix-benches --bench kernels -- --warm-up-time 1 --measurement-time 2`

@@ -91,7 +91,8 @@ def unmix_process(args, threads, env=None, exe=None):
 def embedding(repeat=3):
     """Per-iteration time, whole fit and whitening at embedding sizes, 1 and 2 threads, with
     numpy's matmul rate on the pass shapes measured in the same run. One iteration is
-    (fit with max_iter 11 - fit with max_iter 1) / 10 at tol 0, for both sides."""
+    (fit with max_iter 11 - fit with max_iter 1) / 10 at tol 0, for both sides; the last column
+    is unmix's iteration on the same file read as f32, against its f64 iteration."""
     import warnings
     from sklearn.exceptions import ConvergenceWarning
 
@@ -99,7 +100,7 @@ def embedding(repeat=3):
     subprocess.run(["cargo", "build", "--release", "-p", "harness"], cwd=ROOT, check=True)
     rng = np.random.default_rng(0)
     print(f"{'N x D (K)':>18} thr | iteration sk / unmix (ratio) | fit sk / unmix (ratio) "
-          f"| whiten numpy / unmix | numpy matmul GF/s")
+          f"| whiten numpy / unmix | numpy matmul GF/s | unmix f32 iteration")
     sizes = SIZES
     if os.environ.get("UNMIX_EMBED_SIZES"):  # e.g. "100000x64x64,20000x256x256"
         sizes = [tuple(int(v) for v in s.split("x")) for s in os.environ["UNMIX_EMBED_SIZES"].split(",")]
@@ -136,10 +137,15 @@ def embedding(repeat=3):
             u_white = median(lambda: unmix_process(
                 ["whiten", "--input", str(xp), "--n-components", str(k), "--output",
                  str(DATA / "emb_z.npy")], threads), repeat)
-            it_sk, it_u = (t11 - t1) / 10, (u11 - u1) / 10
+            # The same file read as f32 (`--dtype f32`): f32 data's iteration against f64's.
+            f32 = fit + ["--dtype", "f32"]
+            v1 = median(lambda: unmix_process(f32 + ["--max-iter", "1"], threads), repeat)
+            v11 = median(lambda: unmix_process(f32 + ["--max-iter", "11"], threads), repeat)
+            it_sk, it_u, it_f32 = (t11 - t1) / 10, (u11 - u1) / 10, (v11 - v1) / 10
             print(f"{n:>9} x {d:>3} ({k:>3}) {threads:>3} | {it_sk * 1e3:7.1f} / {it_u * 1e3:7.1f} ms "
                   f"({it_sk / it_u:4.1f}x) | {sk_fit:6.2f} / {u_fit:6.2f} s ({sk_fit / u_fit:4.1f}x) "
-                  f"| {np_white:5.2f} / {u_white:5.2f} s | {rate:5.1f}")
+                  f"| {np_white:5.2f} / {u_white:5.2f} s | {rate:5.1f} "
+                  f"| f32 {it_f32 * 1e3:7.1f} ms ({it_u / it_f32:4.1f}x f64)")
 
 
 def whitening(repeat=5):

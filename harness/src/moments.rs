@@ -3,7 +3,7 @@
 //! The core's [`MomentsPass`](unmix::ica::MomentsPass) centres blocks of 32 rows and adds their
 //! outer products one row at a time: portable and exact to the last bits on every target, but
 //! 3-4 GFLOP/s. [`GemmMoments`] computes the same quantities as one product per block of
-//! [`BLOCK_ROWS`] rows on matrixmultiply's `dgemm`:
+//! [`BLOCK_ROWS`] rows on the GEMM ([`crate::simd::gemm`], the `gemm` crate):
 //!
 //! - each block of [`BLOCK_ROWS`] rows is centred on its own mean (in `f64`, rows summed in
 //!   order, whatever `T`) and its comoment is one product, the upper triangle only, in column
@@ -21,6 +21,7 @@
 //! on data with few significant bits (the digits: small integers) the block means and centred
 //! values are exact, as in the core's 32-row blocks, and the error is that of the merges.
 
+use crate::simd::gemm;
 use unmix::ica::{CHUNK, Pass};
 use unmix::moments::MomentsRef;
 use unmix::{Error, Float};
@@ -33,7 +34,7 @@ pub const BLOCK_ROWS: usize = 256;
 /// the products cover a little more than half of `C` (5/8 at D = 256) instead of all of it.
 pub const PANEL: usize = 64;
 
-/// The moments of `d` features as a [`Pass`] whose products run on `dgemm`.
+/// The moments of `d` features as a [`Pass`] whose products run on the GEMM.
 #[derive(Clone, Copy, Debug)]
 pub struct GemmMoments {
     d: usize,
@@ -115,28 +116,19 @@ fn upper_gram(a: &[f64], nb: usize, d: usize, c: &mut [f64]) {
     let mut j0 = 0;
     while j0 < d {
         let j1 = (j0 + PANEL).min(d);
-        // SAFETY: A = a' restricted to its first j1 rows: element (i, r) at r * d + i for
-        // i < j1 <= d, r < nb, inside `a`. B = the columns j0..j1 of `a`: element (r, j) at
-        // j0 + r * d + j for j < j1 - j0, inside `a`. C = rows 0..j1, columns j0..j1 of `c`:
-        // element (i, j) at j0 + i * d + j < d * d, inside `c`, which borrows nothing of `a`.
-        unsafe {
-            matrixmultiply::dgemm(
-                j1,
-                nb,
-                j1 - j0,
-                1.0,
-                a.as_ptr(),
-                1,
-                d as isize,
-                a.as_ptr().add(j0),
-                d as isize,
-                1,
-                1.0,
-                c.as_mut_ptr().add(j0),
-                d as isize,
-                1,
-            );
-        }
+        // Rows 0..j1, columns j0..j1 of c += (the first j1 columns of a)' (columns j0..j1 of a).
+        gemm(
+            j1,
+            nb,
+            j1 - j0,
+            a,
+            (1, d),
+            &a[j0..],
+            (d, 1),
+            &mut c[j0..],
+            d,
+            true,
+        );
         j0 = j1;
     }
 }

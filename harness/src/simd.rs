@@ -54,7 +54,7 @@ fn avx2<R>(f: impl FnOnce() -> R) -> R {
 /// of both operands costs more than it saves on `k x k` by 64 products.
 pub const GEMM_MIN_K: usize = 16;
 
-/// The pass products the CLI uses: matrixmultiply's `dgemm` (cache-blocked, with kernels for
+/// The pass products the CLI uses: the `gemm` crate's (cache-blocked, with kernels for
 /// AVX, FMA and AVX-512 picked at run time) from [`GEMM_MIN_K`] components up, the core's
 /// [`Portable`] kernel below that or with `UNMIX_SIMD=portable`.
 ///
@@ -67,7 +67,7 @@ pub const GEMM_MIN_K: usize = 16;
 pub enum CliKernel {
     /// The core's kernel: the no_std core's bits.
     Portable,
-    /// `dgemm` for `k >= GEMM_MIN_K`.
+    /// The GEMM ([`gemm`]) for `k >= GEMM_MIN_K`.
     Gemm,
 }
 
@@ -142,29 +142,9 @@ impl Kernel for CliKernel {
         if !self.gemm(k) {
             return Portable.gram(w, k, m);
         }
-        // W W' = W (W')': A = W, B = W' read as the k x k row-major transpose of W.
-        let w = &w[..k * k];
-        // SAFETY: A = w (row stride k), B = w' (element (l, j) at j k + l), C = m (row stride
-        // k): all k x k inside the slices; C is a distinct `&mut`.
+        // W W' = W (W')': B = W' read from W's rows.
         let m = &mut m[..k * k];
-        unsafe {
-            matrixmultiply::dgemm(
-                k,
-                k,
-                k,
-                1.0,
-                w.as_ptr(),
-                k as isize,
-                1,
-                w.as_ptr(),
-                1,
-                k as isize,
-                0.0,
-                m.as_mut_ptr(),
-                k as isize,
-                1,
-            );
-        }
+        gemm(k, k, k, w, (k, 1), w, (1, k), m, k, false);
         // Exactly symmetric, as the eigen-decomposition assumes.
         for i in 0..k {
             for j in i + 1..k {
@@ -191,8 +171,8 @@ impl Kernel for CliKernel {
                 *o = *x * *sl;
             }
         }
-        dgemm_into(k, k, k, v, 1, k, out, p);
-        dgemm_into(k, k, k, p, k, 1, w, out);
+        gemm(k, k, k, v, (1, k), out, (k, 1), p, k, false);
+        gemm(k, k, k, p, (k, 1), w, (k, 1), out, k, false);
     }
 }
 
@@ -203,46 +183,68 @@ impl CliKernel {
     }
 }
 
-/// `c (m x n, row stride n) = a b` for `a` (`m x kk`, strides `rsa`, `csa`) and `b` (`kk x n`,
-/// row-major), on `dgemm`; every element addressed is checked to lie in its slice first.
+/// `c = a b`, or `c += a b` when `accumulate`, for `a` (`m x kk`, row and column strides `rsa`,
+/// `csa`), `b` (`kk x n`, strides `rsb`, `csb`) and `c` (`m x n`, row stride `rsc`, contiguous
+/// rows), on the `gemm` crate's kernels for this CPU (AVX2/FMA, AVX-512), on this thread.
+///
+/// The one place the CLI multiplies matrices. Each operand is first cut to the last element its
+/// strides address (a call outside a slice panics here rather than reading out of bounds).
+/// Every output element sums over `kk` in an order fixed by the call's shape, so the same call
+/// gives the same bits whichever thread runs it.
 #[allow(clippy::too_many_arguments)]
-fn dgemm_into(
+#[inline]
+pub fn gemm<T: GemmFloat>(
     m: usize,
     kk: usize,
     n: usize,
-    a: &[f64],
-    rsa: usize,
-    csa: usize,
-    b: &[f64],
-    c: &mut [f64],
+    a: &[T],
+    (rsa, csa): (usize, usize),
+    b: &[T],
+    (rsb, csb): (usize, usize),
+    c: &mut [T],
+    rsc: usize,
+    accumulate: bool,
 ) {
-    if m == 0 || n == 0 || kk == 0 {
-        c[..m * n].fill(0.0);
+    if m == 0 || n == 0 {
         return;
     }
-    let (a, b, c) = (
-        &a[..=(m - 1) * rsa + (kk - 1) * csa],
-        &b[..kk * n],
-        &mut c[..m * n],
-    );
-    // SAFETY: A's largest offset is (m - 1) rsa + (kk - 1) csa, B is kk x n and C m x n
-    // row-major: all inside the slices just bounded; C is a distinct `&mut`.
+    let c = &mut c[..=(m - 1) * rsc + (n - 1)];
+    if kk == 0 {
+        if !accumulate {
+            for row in c.chunks_mut(rsc.max(1)) {
+                let len = n.min(row.len());
+                row[..len].fill(T::ZERO);
+            }
+        }
+        return;
+    }
+    let a = &a[..=(m - 1) * rsa + (kk - 1) * csa];
+    let b = &b[..=(kk - 1) * rsb + (n - 1) * csb];
+    // SAFETY: A (m x kk), B (kk x n) and C (m x n) with these strides address elements up to
+    // the offsets the slices were just cut to, so every read and write is inside them; C is a
+    // `&mut` distinct from A and B. `alpha` (the weight of C's old value) is read only with
+    // `read_dst`, `beta` weighs the product; no conjugation (real types); one thread.
     unsafe {
-        matrixmultiply::dgemm(
+        ::gemm::gemm(
             m,
-            kk,
             n,
-            1.0,
-            a.as_ptr(),
-            rsa as isize,
-            csa as isize,
-            b.as_ptr(),
-            n as isize,
-            1,
-            0.0,
+            kk,
             c.as_mut_ptr(),
-            n as isize,
             1,
+            rsc as isize,
+            accumulate,
+            a.as_ptr(),
+            csa as isize,
+            rsa as isize,
+            b.as_ptr(),
+            csb as isize,
+            rsb as isize,
+            T::ONE,
+            T::ONE,
+            false,
+            false,
+            false,
+            ::gemm::Parallelism::None,
         );
     }
 }
@@ -262,109 +264,19 @@ fn split_rows(k: usize) -> usize {
 
 /// `y (m x n, row stride `stride`) = w (m x k) z (k x n, row stride `stride`)`.
 fn unmix_rows(w: &[f64], m: usize, k: usize, z: &[f64], y: &mut [f64], stride: usize, n: usize) {
-    if m == 0 {
-        return;
-    }
-    let (w, z, y) = (
-        &w[..m * k],
-        &z[..(k - 1) * stride + n],
-        &mut y[..(m - 1) * stride + n],
-    );
-    // SAFETY: A = w is m x k (row stride k), B = z is k x n (row stride `stride`), C = y is
-    // m x n (row stride `stride`): every element touched lies in the slices checked above, and C
-    // does not alias A or B (distinct borrows).
-    unsafe {
-        matrixmultiply::dgemm(
-            m,
-            k,
-            n,
-            1.0,
-            w.as_ptr(),
-            k as isize,
-            1,
-            z.as_ptr(),
-            stride as isize,
-            1,
-            0.0,
-            y.as_mut_ptr(),
-            stride as isize,
-            1,
-        );
-    }
+    gemm(m, k, n, w, (k, 1), z, (stride, 1), y, stride, false);
 }
 
 /// `out (m x k, row stride k) += g (m x n, row stride `stride`) z' (n x k)`, `z` being k x n.
 #[allow(clippy::too_many_arguments)]
 fn gram_rows(g: &[f64], m: usize, z: &[f64], k: usize, stride: usize, n: usize, out: &mut [f64]) {
-    if m == 0 {
-        return;
-    }
-    let (g, z, out) = (
-        &g[..(m - 1) * stride + n],
-        &z[..(k - 1) * stride + n],
-        &mut out[..m * k],
-    );
-    // SAFETY: A = g is m x n (row stride `stride`), B = z' is n x k (element (r, j) at
-    // j * stride + r), C = out is m x k (row stride k): all within the slices checked above, C
-    // distinct from A and B.
-    unsafe {
-        matrixmultiply::dgemm(
-            m,
-            n,
-            k,
-            1.0,
-            g.as_ptr(),
-            stride as isize,
-            1,
-            z.as_ptr(),
-            1,
-            stride as isize,
-            1.0,
-            out.as_mut_ptr(),
-            k as isize,
-            1,
-        );
-    }
+    gemm(m, n, k, g, (stride, 1), z, (1, stride), out, k, true);
 }
 
-/// The float types the CLI's GEMM transforms take.
-pub trait GemmFloat: unmix::Float + crate::single::AsF32 {
-    /// `c (m x n) = a (m x k) b'`, all row-major, `b` being `n x k`.
-    fn gemm_abt(m: usize, k: usize, n: usize, a: &[Self], b: &[Self], c: &mut [Self]);
-}
-
-macro_rules! gemm_float {
-    ($t:ty, $gemm:path) => {
-        impl GemmFloat for $t {
-            fn gemm_abt(m: usize, k: usize, n: usize, a: &[Self], b: &[Self], c: &mut [Self]) {
-                let (a, b, c) = (&a[..m * k], &b[..n * k], &mut c[..m * n]);
-                // SAFETY: A is m x k (row stride k), B' is k x n read from the n x k row-major
-                // `b` (element (j, i) at i * k + j), C is m x n (row stride n): all within the
-                // slices above; C is a distinct borrow.
-                unsafe {
-                    $gemm(
-                        m,
-                        k,
-                        n,
-                        1.0,
-                        a.as_ptr(),
-                        k as isize,
-                        1,
-                        b.as_ptr(),
-                        1,
-                        k as isize,
-                        0.0,
-                        c.as_mut_ptr(),
-                        n as isize,
-                        1,
-                    );
-                }
-            }
-        }
-    };
-}
-gemm_float!(f64, matrixmultiply::dgemm);
-gemm_float!(f32, matrixmultiply::sgemm);
+/// The float types the CLI multiplies on [`gemm`]: `f32` and `f64`.
+pub trait GemmFloat: unmix::Float + crate::single::AsF32 + 'static {}
+impl GemmFloat for f32 {}
+impl GemmFloat for f64 {}
 
 /// `out = (x - mean) m'` for rows `x` (`in_w` wide) and `m` (`out_w x in_w`): the whitening and
 /// source transforms of the CLI. On a GEMM from [`GEMM_MIN_K`] outputs (centring in `T` as the
@@ -414,7 +326,19 @@ pub fn centred_product<T: GemmFloat>(
                 *c = *v - *mu;
             }
         }
-        T::gemm_abt(nb, in_w, out_w, cb, m, ob);
+        // out = centred m': B = m' read from the out_w x in_w row-major `m`.
+        gemm(
+            nb,
+            in_w,
+            out_w,
+            cb,
+            (in_w, 1),
+            m,
+            (1, in_w),
+            ob,
+            out_w,
+            false,
+        );
         if ob.iter().any(|v| !v.is_finite()) {
             return Err(unmix::Error::Overflow);
         }

@@ -17,7 +17,7 @@
 //! degree 7 (truncation below `2e-8` relative), within a few `f32` ulp, branch-free so that a
 //! block's loop vectorises.
 
-use crate::simd::{SPLIT_MIN_K, portable_requested};
+use crate::simd::{SPLIT_MIN_K, gemm, portable_requested};
 use unmix::ica::{ContrastKind, Pass, PassSpec, add_parallel_sums};
 use unmix::{Error, Float, Result};
 
@@ -165,7 +165,7 @@ impl Block {
         let nb = z.len() / k;
         let y = &mut self.y[..nb * k];
         // Y = Z W' (nb x k): A = Z (row stride k), B = W' (element (j, i) = w[i k + j]).
-        sgemm(nb, k, k, z, k, 1, &fast.w, 1, k, y, k);
+        gemm(nb, k, k, z, (k, 1), &fast.w, (1, k), y, k, false);
         self.b.fill(0.0);
         match fast.contrast {
             ContrastKind::LogCosh(c) => {
@@ -200,7 +200,7 @@ impl Block {
             }
         }
         // G = g(Y)' Z (k x k): A = g(Y)' (element (i, r) = y[r k + i]), B = Z (row stride k).
-        sgemm(k, nb, k, y, 1, k, z, k, 1, &mut self.g, k);
+        gemm(k, nb, k, y, (1, k), z, (k, 1), &mut self.g, k, false);
     }
 
     /// Adds this block's `G` and `b` to `sums` in f64.
@@ -212,59 +212,6 @@ impl Block {
         for (s, v) in b.iter_mut().zip(&self.b) {
             *s += f64::from(*v);
         }
-    }
-}
-
-/// `c (m x n, row stride rsc) = a (m x kk) b (kk x n)` with the given strides; every element
-/// addressed is checked to lie inside its slice before the call.
-#[allow(clippy::too_many_arguments)]
-#[inline(always)]
-fn sgemm(
-    m: usize,
-    kk: usize,
-    n: usize,
-    a: &[f32],
-    rsa: usize,
-    csa: usize,
-    b: &[f32],
-    rsb: usize,
-    csb: usize,
-    c: &mut [f32],
-    rsc: usize,
-) {
-    if m == 0 || n == 0 {
-        return;
-    }
-    // The last element each operand is read or written at.
-    let last = |rows: usize, cols: usize, rs: usize, cs: usize| (rows - 1) * rs + (cols - 1) * cs;
-    if kk == 0 {
-        c[..=last(m, n, rsc, 1)].fill(0.0);
-        return;
-    }
-    let (a, b, c) = (
-        &a[..=last(m, kk, rsa, csa)],
-        &b[..=last(kk, n, rsb, csb)],
-        &mut c[..=last(m, n, rsc, 1)],
-    );
-    // SAFETY: every element A (m x kk), B (kk x n) and C (m x n) address with these strides lies
-    // within the slices just bounded (the largest offset is `last`); C is a distinct `&mut`.
-    unsafe {
-        matrixmultiply::sgemm(
-            m,
-            kk,
-            n,
-            1.0,
-            a.as_ptr(),
-            rsa as isize,
-            csa as isize,
-            b.as_ptr(),
-            rsb as isize,
-            csb as isize,
-            0.0,
-            c.as_mut_ptr(),
-            rsc as isize,
-            1,
-        );
     }
 }
 

@@ -11,9 +11,9 @@
 //! `core` is the no_std core as built for the baseline target (SSE2, what firmware and
 //! `UNMIX_SIMD=portable` run), `core_avx2` the same code compiled for AVX2 through
 //! `harness::simd::fastest` (the CLI's path for the core's loops), `gemm` the CLI's
-//! matrixmultiply products (`harness::moments::GemmMoments`, `harness::simd::centred_product`,
+//! `gemm` crate products (`harness::moments::GemmMoments`, `harness::simd::centred_product`,
 //! `harness::simd::CliKernel::Gemm`), all on a rayon pool of one thread. No `target-cpu=native`: the run-time dispatch picks the
-//! instruction set (matrixmultiply's FMA kernel under valgrind, which lacks AVX-512).
+//! instruction set (the `gemm` crate's FMA kernel under valgrind, which lacks AVX-512).
 
 use harness::moments::GemmMoments;
 use harness::simd::{CliKernel, centred_product, fastest};
