@@ -6,9 +6,9 @@
 //! partial results in row order. The core's chunked sums make that the same bits as one
 //! sequential pass, so `--threads` never changes a result.
 
+use crate::blocks::BlockPass;
 use crate::io::Matrix;
 use crate::simd::{GemmFloat, centred_product};
-use crate::single::SinglePass;
 use anyhow::{Context, Result};
 use rayon::prelude::*;
 use unmix::Float;
@@ -179,8 +179,8 @@ pub fn run_chunks<T: Float + Send, P: Pass<T>>(
 
 impl<T: GemmFloat> Executor<T> for PoolExecutor<'_, T> {
     fn pass<P: Pass<T>>(&mut self, rows: Rows, pass: &P, total: &mut [f64]) -> unmix::Result<()> {
-        // f32 data: the parallel pass's products in f32 blocks (`single`); other passes as given.
-        let pass = &SinglePass::new(pass);
+        // The parallel pass on row-major blocks (`blocks`); other passes as given.
+        let pass = &BlockPass::new(pass);
         let d = self.d;
         let white = match (rows, &self.white) {
             (Rows::White, Some(white)) => white,
@@ -231,8 +231,10 @@ impl<T: GemmFloat> Executor<T> for PoolExecutor<'_, T> {
                     let mid = start + (stop - start).div_ceil(2).next_multiple_of(256);
                     if split_transform && mid < stop {
                         let (za, zb) = zi.split_at_mut((mid - start) * k);
-                        let (a, b) =
-                            rayon::join(|| whiten(start..mid, za), || whiten(mid..stop, zb));
+                        let (a, b) = rayon::join(
+                            || crate::simd::fastest(|| whiten(start..mid, za)),
+                            || crate::simd::fastest(|| whiten(mid..stop, zb)),
+                        );
                         a?;
                         b?;
                     } else {
@@ -564,7 +566,7 @@ mod tests {
     /// Whitened rows stored, recomputed in every pass, or some of each: the same model and
     /// sources, bit for bit, on 1 and 2 threads, for the core's kernel (k < 16) and the GEMM
     /// (split in halves at k = 64), both algorithms, the sources' pass (canonical), f64 and f32
-    /// (whose parallel passes run in f32 blocks, `single`).
+    /// (whose parallel passes run on row-major blocks, `blocks`).
     #[test]
     fn recomputing_white_rows_changes_no_bit() {
         let n = 2 * CHUNK + 1500;

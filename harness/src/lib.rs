@@ -1,6 +1,7 @@
 //! The `unmix` command's library: file I/O, the pipelines behind each subcommand, and the demo.
 //! The numerics all live in the `unmix` core; this crate only moves data in and out of it.
 
+pub mod blocks;
 pub mod cmd;
 pub mod concentration;
 pub mod demo;
@@ -15,4 +16,3 @@ pub mod pipeline;
 pub mod plot;
 pub mod report;
 pub mod simd;
-pub mod single;

@@ -274,7 +274,7 @@ fn gram_rows(g: &[f64], m: usize, z: &[f64], k: usize, stride: usize, n: usize, 
 }
 
 /// The float types the CLI multiplies on [`gemm`]: `f32` and `f64`.
-pub trait GemmFloat: unmix::Float + crate::single::AsF32 + 'static {}
+pub trait GemmFloat: unmix::Float + crate::blocks::BlockFloat + 'static {}
 impl GemmFloat for f32 {}
 impl GemmFloat for f64 {}
 

@@ -5,7 +5,7 @@
 //! run on a GEMM with fused multiply-adds (`harness::simd::CliKernel`, `harness::moments`), which
 //! changes the last bits: there the two must agree to 1e-12 relative (here, and on every
 //! cross-check fixture in `tests/simd_fixtures.rs`). f32 data's parallel passes run in f32
-//! blocks (`harness::single`), held to the f32 contract instead.
+//! blocks (`harness::blocks`), held to the f32 contract instead.
 
 mod common;
 use common::run_simd;
@@ -267,7 +267,7 @@ fn gemm_paths_do_not_depend_on_the_thread_count() {
     }
 }
 
-/// f32 data take the f32 block path in parallel fits (`harness::single`: products on `sgemm`,
+/// f32 data take the f32 block path in parallel fits (`harness::blocks`: products on the GEMM,
 /// the contrast in f32, sums in f64 across blocks). Against the core's f64 sums
 /// (`UNMIX_SIMD=portable`) the fits keep the f32 contract of the scikit-learn cross-checks:
 /// converged in the same number of iterations, sources, components and mixing within 1e-3

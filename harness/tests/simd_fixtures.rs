@@ -7,7 +7,7 @@
 //! and mixing; the whitened data — `max_i |a_i - b_i| / max_i |a_i| <= 1e-12`, and the same
 //! `n_iter` and convergence flag. Outputs keep the input's float type. The f32 fixtures have at
 //! most 10 features: their deflation fits take no GEMM and must be bit-equal; their parallel fits
-//! run in f32 blocks on the fast path (`harness::single`) and are held to [`RTOL_F32_BLOCKS`].
+//! run in f32 blocks on the fast path (`harness::blocks`) and are held to [`RTOL_F32_BLOCKS`].
 //! The fast path's sources, components, mixing and `n_iter` are also checked against
 //! scikit-learn's, as `crosscheck_fastica.rs` checks the core's. The
 //! digits fixtures (64 and 61 features) are where the GEMM changes the last bits, and the test
@@ -35,7 +35,7 @@ const RTOL: f64 = 1e-12;
 const RTOL_D256: f64 = 2e-9;
 
 /// The tolerance of the f32 parallel fixtures, whose passes the fast path runs in f32 blocks
-/// (`harness::single`): 12x the worst measured (7.9e-7); the f32 contract against scikit-learn
+/// (`harness::blocks`): 12x the worst measured (7.9e-7); the f32 contract against scikit-learn
 /// is 1e-3, checked below on the fast path's own outputs.
 const RTOL_F32_BLOCKS: f64 = 1e-5;
 

@@ -1,0 +1,338 @@
+//! The parallel FastICA pass on row-major blocks: within each block of [`BLOCK_ROWS`] rows the
+//! two products (`Y = Z W'`, `G = g(Y)' Z`) run on the GEMM and the contrast on `Y` in place, in
+//! the data's own type; each block's sums are then added in `f64`, across blocks and chunks, as
+//! the core's pass does. The core's pass gathers rows into feature-major blocks of `f64`; this
+//! one multiplies the rows where they are (the gather was 8 % of a one-thread fit at
+//! 2e4 x 256), and a block's two halves carry their contrast with them to an idle thread.
+//!
+//! - `f32` data take it at every `k`: twice the lanes per instruction and half the bytes. A
+//!   block's sums carry `f32` rounding (about `1e-7` relative per product of 256 terms), never
+//!   more, since nothing is summed in `f32` across blocks; `tests/simd.rs` and
+//!   `tests/simd_fixtures.rs` hold the fits to the `f32` contract of the scikit-learn
+//!   cross-checks (same `n_iter`, 1e-3; measured below 1e-6 against the core's `f64` sums).
+//!   The `f32` contrasts (`tanh`, `exp`) are the core's [`fastmath`](unmix::ica::fastmath)
+//!   reduction carried out in `f32`: `expm1` of the reduced argument by its Taylor polynomial to
+//!   degree 7 (truncation below `2e-8` relative), within 1.3 `f32` ulp (tested below).
+//! - `f64` data take it from [`GEMM_MIN_K`] components (below that the core's register tiles are
+//!   faster), with the core's own contrasts ([`Contrast::eval_block`]); like the CLI's other
+//!   GEMM products it agrees with the portable path to 1e-12 relative.
+//!
+//! Bits do not depend on the thread count: block boundaries are fixed from each chunk's first
+//! row, and a block's two halves (from [`SPLIT_MIN_K`] components) are added in a fixed order,
+//! whoever computes them. `UNMIX_SIMD=portable` keeps the core's pass and bits.
+
+use crate::simd::{GEMM_MIN_K, GemmFloat, SPLIT_MIN_K, gemm, portable_requested};
+use unmix::ica::{Contrast, ContrastKind, Pass, PassSpec, add_parallel_sums};
+use unmix::{Error, Float, Result};
+
+/// Rows per block: a divisor of the transforms' 256-row blocks and of the pieces the executor
+/// hands over, so that every piece of a chunk starts a block (the bits then do not depend on
+/// how the chunk arrives).
+pub const BLOCK_ROWS: usize = 256;
+
+/// `inner` (a pass over rows of `T`), except that a parallel FastICA pass with a built-in contrast
+/// runs on row-major blocks when [`BlockFloat::takes_blocks`] says so for its `k` (and
+/// `UNMIX_SIMD` is not `portable`). Partial layout, merging and finishing are `inner`'s.
+pub struct BlockPass<'p, P, T> {
+    inner: &'p P,
+    fast: Option<Fast<T>>,
+}
+
+struct Fast<T> {
+    k: usize,
+    w: Vec<T>,
+    contrast: ContrastKind,
+}
+
+impl<'p, P: Pass<T>, T: GemmFloat> BlockPass<'p, P, T> {
+    /// Wraps `inner`.
+    pub fn new(inner: &'p P) -> Self {
+        let fast = match inner.spec() {
+            Some(PassSpec::Parallel { k, w, contrast })
+                if T::takes_blocks(k) && !portable_requested() =>
+            {
+                Some(Fast {
+                    k,
+                    // The unmixing in the data's type, once per pass.
+                    w: w.iter().map(|&v| T::from_sum(v)).collect(),
+                    contrast,
+                })
+            }
+            _ => None,
+        };
+        Self { inner, fast }
+    }
+}
+
+impl<T: GemmFloat, P: Pass<T>> Pass<T> for BlockPass<'_, P, T> {
+    fn partial_len(&self) -> usize {
+        self.inner.partial_len()
+    }
+    #[inline(always)] // into the executor's AVX2 instance
+    fn accumulate(&self, partial: &mut [f64], first: u64, rows: &[T]) -> Result<()> {
+        match &self.fast {
+            Some(fast) => fast.accumulate(partial, first, rows),
+            None => self.inner.accumulate(partial, first, rows),
+        }
+    }
+    fn merge(&self, total: &mut [f64], next: &[f64]) -> Result<()> {
+        self.inner.merge(total, next)
+    }
+    fn spec(&self) -> Option<PassSpec<'_>> {
+        self.inner.spec()
+    }
+}
+
+/// What the block path needs of the data's type: whether it takes the blocks at `k`, the
+/// contrast in that type.
+pub trait BlockFloat: Float {
+    /// Whether a parallel pass at `k` components runs on blocks.
+    fn takes_blocks(k: usize) -> bool;
+    /// `y <- g(y)` in place, `b[i] += g'(y[r k + i])` over the rows `r` of `y` (`k` wide).
+    fn contrast(c: ContrastKind, y: &mut [Self], gp: &mut [Self], b: &mut [Self], k: usize);
+}
+
+impl BlockFloat for f32 {
+    fn takes_blocks(_: usize) -> bool {
+        // Even at k = 8, where the f64 path keeps the core's kernel, sgemm and the 8-lane
+        // contrast are faster (1e6 x 8: 28 against 66 ms an iteration on one thread).
+        true
+    }
+    #[inline(always)]
+    fn contrast(c: ContrastKind, y: &mut [f32], _: &mut [f32], b: &mut [f32], k: usize) {
+        match c {
+            ContrastKind::LogCosh(c) => {
+                let alpha = c.alpha() as f32;
+                for row in y.chunks_exact_mut(k) {
+                    for (v, b) in row.iter_mut().zip(b.iter_mut()) {
+                        let t = tanh(alpha * *v);
+                        *v = t;
+                        *b += alpha * (1.0 - t * t);
+                    }
+                }
+            }
+            ContrastKind::Exp => {
+                for row in y.chunks_exact_mut(k) {
+                    for (v, b) in row.iter_mut().zip(b.iter_mut()) {
+                        let u = *v;
+                        let u2 = u * u;
+                        let e = exp_nonpositive(-0.5 * u2);
+                        *v = u * e;
+                        *b += (1.0 - u2) * e;
+                    }
+                }
+            }
+            ContrastKind::Cube => {
+                for row in y.chunks_exact_mut(k) {
+                    for (v, b) in row.iter_mut().zip(b.iter_mut()) {
+                        let u = *v;
+                        *v = u * u * u;
+                        *b += 3.0 * u * u;
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl BlockFloat for f64 {
+    fn takes_blocks(k: usize) -> bool {
+        k >= GEMM_MIN_K
+    }
+    #[inline(always)]
+    fn contrast(c: ContrastKind, y: &mut [f64], gp: &mut [f64], b: &mut [f64], k: usize) {
+        // The core's contrast over the whole block (its vectorised two-loop form), then the
+        // derivatives summed per component.
+        c.eval_block(y, gp);
+        for row in gp.chunks_exact(k) {
+            for (s, v) in b.iter_mut().zip(row) {
+                *s += *v;
+            }
+        }
+    }
+}
+
+impl<T: GemmFloat> Fast<T> {
+    #[inline(always)]
+    fn accumulate(&self, partial: &mut [f64], first: u64, z: &[T]) -> Result<()> {
+        let k = self.k;
+        if z.len() % k != 0 {
+            return Err(Error::DimensionMismatch {
+                expected: z.len().next_multiple_of(k),
+                found: z.len(),
+            });
+        }
+        if let Some(pos) = z.iter().position(|v| !v.is_finite()) {
+            return Err(Error::NonFinite {
+                row: first + (pos / k) as u64,
+                col: pos % k,
+            });
+        }
+        // Each block's (half-block's) sums go straight into the partial, in row order, so that
+        // the additions are the same however the chunk's rows arrive (whole or in pieces).
+        let mut sums = vec![0.0f64; k * k + k];
+        let half = BLOCK_ROWS / 2;
+        let mut blocks = [Block::<T>::new(k), Block::<T>::new(k)];
+        for zb in z.chunks(BLOCK_ROWS * k) {
+            let nb = zb.len() / k;
+            if k >= SPLIT_MIN_K && nb > half {
+                // Two halves of the block, one of which an idle thread of the pool can take.
+                let (za, zc) = zb.split_at(half * k);
+                let [a, c] = &mut blocks;
+                // Each closure is its own function, outside the caller's AVX2 instance: enter it
+                // again (the contrast otherwise runs on the baseline's two lanes).
+                rayon::join(
+                    || crate::simd::fastest(|| a.run(self, za)),
+                    || crate::simd::fastest(|| c.run(self, zc)),
+                );
+                a.add_to(partial, &mut sums, half)?;
+                c.add_to(partial, &mut sums, nb - half)?;
+            } else {
+                blocks[0].run(self, zb);
+                blocks[0].add_to(partial, &mut sums, nb)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Scratch and results of one block: `y` (then `g(y)`), `g'(y)` (f64 only), `G` and `b`.
+struct Block<T> {
+    y: Vec<T>,
+    gp: Vec<T>,
+    g: Vec<T>,
+    b: Vec<T>,
+}
+
+impl<T: GemmFloat> Block<T> {
+    fn new(k: usize) -> Self {
+        Self {
+            y: vec![T::ZERO; BLOCK_ROWS * k],
+            gp: vec![T::ZERO; BLOCK_ROWS * k],
+            g: vec![T::ZERO; k * k],
+            b: vec![T::ZERO; k],
+        }
+    }
+
+    /// `G = g(Z W')' Z` and `b = sum g'(Z W')` over the rows `z` (`nb x k`).
+    #[inline(always)]
+    fn run(&mut self, fast: &Fast<T>, z: &[T]) {
+        let k = fast.k;
+        let nb = z.len() / k;
+        let y = &mut self.y[..nb * k];
+        // Y = Z W' (nb x k): A = Z (row stride k), B = W' (element (j, i) = w[i k + j]).
+        gemm(nb, k, k, z, (k, 1), &fast.w, (1, k), y, k, false);
+        self.b.fill(T::ZERO);
+        T::contrast(fast.contrast, y, &mut self.gp[..nb * k], &mut self.b, k);
+        // G = g(Y)' Z (k x k): A = g(Y)' (element (i, r) = y[r k + i]), B = Z (row stride k).
+        gemm(k, nb, k, y, (1, k), z, (k, 1), &mut self.g, k, false);
+    }
+
+    /// Adds this block's `G` and `b` (of `rows` rows) to `partial`, in f64 through `sums`.
+    fn add_to(&self, partial: &mut [f64], sums: &mut [f64], rows: usize) -> Result<()> {
+        let (g, b) = sums.split_at_mut(self.g.len());
+        for (s, v) in g.iter_mut().zip(&self.g) {
+            *s = v.to_f64();
+        }
+        for (s, v) in b.iter_mut().zip(&self.b) {
+            *s = v.to_f64();
+        }
+        add_parallel_sums(partial, self.b.len(), rows as u64, sums)
+    }
+}
+
+// The f32 contrasts: the core's `fastmath` reduction `x = n ln2 + r`, `|r| <= ln2 / 2`, in f32.
+
+/// ln 2 split so that `n * LN2_HI` is exact for the `|n| < 2^8` used here.
+const LN2_HI: f32 = f32::from_bits(0x3f31_7200);
+const LN2_LO: f32 = f32::from_bits(0x35bf_be8e);
+/// Adding this rounds an f32 below 2^22 in magnitude to an integer in the low mantissa bits.
+const SHIFT: f32 = 12_582_912.0; // 1.5 * 2^23
+
+/// `(expm1(r), 2^n)` for `x = n ln2 + r`, `-87 <= x <= 0`.
+#[inline(always)]
+fn reduce(x: f32) -> (f32, f32) {
+    let kd = x * core::f32::consts::LOG2_E + SHIFT;
+    let n = kd - SHIFT;
+    let r = (x - n * LN2_HI) - n * LN2_LO;
+    // expm1(r) = r + r^2 (1/2 + r/6 + r^2/24 + r^3/120 + r^4/720 + r^5/5040), by Estrin.
+    let r2 = r * r;
+    let p = (0.5 + r * (1.0 / 6.0))
+        + (1.0 / 24.0 + r * (1.0 / 120.0)) * r2
+        + (1.0 / 720.0 + r * (1.0 / 5040.0)) * (r2 * r2);
+    let em = r + r2 * p;
+    let scale = f32::from_bits(kd.to_bits().wrapping_add(127) << 23);
+    (em, scale)
+}
+
+/// `tanh(x)` in f32: `-m / (2 + m)` with `m = expm1(-2 min(|x|, 9))`, signed as `x`
+/// (`tanh(9)` rounds to 1 in f32).
+#[inline(always)]
+pub fn tanh(x: f32) -> f32 {
+    let a = x.abs();
+    let (em, scale) = reduce(-2.0 * if a > 9.0 { 9.0 } else { a });
+    // expm1 = 2^n expm1(r) + (2^n - 1); 2^n - 1 is exact for n in [-26, 0].
+    let m = scale * em + (scale - 1.0);
+    (-m / (2.0 + m)).copysign(x)
+}
+
+/// `exp(x)` in f32 for `x <= 0` (0 below `-87`).
+#[inline(always)]
+pub fn exp_nonpositive(x: f32) -> f32 {
+    let (em, scale) = reduce(if x < -87.0 { -87.0 } else { x });
+    let e = scale * em + scale;
+    if x < -87.0 { 0.0 } else { e }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every f32 in [-12, 12] stepped by 2^-12 and a sweep of magnitudes down to 1e-30: within
+    /// 4 f32 ulp of the f64 `tanh` rounded (or 1e-45 absolute near 0).
+    #[test]
+    fn tanh_is_within_4_ulp() {
+        let mut worst = 0.0f64;
+        let xs = (-12 * 4096..=12 * 4096)
+            .map(|i| i as f32 / 4096.0)
+            .chain((0..300).map(|i| 10f32.powf(-(i as f32) / 10.0)));
+        for x in xs {
+            for x in [x, -x] {
+                let exact = f64::from(x).tanh();
+                let got = f64::from(tanh(x));
+                let ulp = f64::from((exact as f32).abs().max(f32::MIN_POSITIVE))
+                    * f64::from(f32::EPSILON);
+                let err = (got - exact).abs() / ulp;
+                worst = worst.max(err);
+                assert!(
+                    err <= 4.0,
+                    "tanh({x:e}) = {got:e}, exact {exact:e}: {err} ulp"
+                );
+            }
+        }
+        eprintln!("f32 tanh: worst {worst:.2} ulp");
+    }
+
+    /// `exp` for x in [-100, 0]: within 4 f32 ulp where the result is normal, 0 below -87.
+    #[test]
+    fn exp_is_within_4_ulp() {
+        let mut worst = 0.0f64;
+        for i in 0..=100 * 4096 {
+            let x = -(i as f32) / 4096.0;
+            let exact = f64::from(x).exp();
+            let got = f64::from(exp_nonpositive(x));
+            if x < -87.0 {
+                assert_eq!(got, 0.0);
+                continue;
+            }
+            let ulp = f64::from(exact as f32) * f64::from(f32::EPSILON);
+            let err = (got - exact).abs() / ulp;
+            worst = worst.max(err);
+            assert!(
+                err <= 4.0,
+                "exp({x:e}) = {got:e}, exact {exact:e}: {err} ulp"
+            );
+        }
+        eprintln!("f32 exp: worst {worst:.2} ulp");
+    }
+}
