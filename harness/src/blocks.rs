@@ -13,15 +13,15 @@
 //!   The `f32` contrasts (`tanh`, `exp`) are the core's [`fastmath`](unmix::ica::fastmath)
 //!   reduction carried out in `f32`: `expm1` of the reduced argument by its Taylor polynomial to
 //!   degree 7 (truncation below `2e-8` relative), within 1.3 `f32` ulp (tested below).
-//! - `f64` data take it from [`GEMM_MIN_K`] components (below that the core's register tiles are
-//!   faster), with the core's own contrasts ([`Contrast::eval_block`]); like the CLI's other
-//!   GEMM products it agrees with the portable path to 1e-12 relative.
+//! - `f64` data take it at every `k` too, with the core's own contrasts
+//!   ([`Contrast::eval_block`]); like the CLI's other GEMM products it agrees with the portable
+//!   path to 1e-12 relative (`tests/simd.rs`, `tests/simd_fixtures.rs`).
 //!
 //! Bits do not depend on the thread count: block boundaries are fixed from each chunk's first
 //! row, and a block's two halves (from [`SPLIT_MIN_K`] components) are added in a fixed order,
 //! whoever computes them. `UNMIX_SIMD=portable` keeps the core's pass and bits.
 
-use crate::simd::{GEMM_MIN_K, GemmFloat, SPLIT_MIN_K, gemm, portable_requested};
+use crate::simd::{GemmFloat, SPLIT_MIN_K, gemm, portable_requested};
 use unmix::ica::{Contrast, ContrastKind, Pass, PassSpec, add_parallel_sums};
 use unmix::{Error, Float, Result};
 
@@ -31,8 +31,9 @@ use unmix::{Error, Float, Result};
 pub const BLOCK_ROWS: usize = 256;
 
 /// `inner` (a pass over rows of `T`), except that a parallel FastICA pass with a built-in contrast
-/// runs on row-major blocks when [`BlockFloat::takes_blocks`] says so for its `k` (and
-/// `UNMIX_SIMD` is not `portable`). Partial layout, merging and finishing are `inner`'s.
+/// runs on row-major blocks at every `k` (unless `UNMIX_SIMD=portable`): even at `k = 8` the
+/// GEMM on row-major blocks beats the core's register tiles on gathered blocks (1e6 x 8, one
+/// iteration on one thread: f64 57 against 66.5 ms, f32 28.6). Partial layout, merging and finishing are `inner`'s.
 pub struct BlockPass<'p, P, T> {
     inner: &'p P,
     fast: Option<Fast<T>>,
@@ -48,9 +49,7 @@ impl<'p, P: Pass<T>, T: GemmFloat> BlockPass<'p, P, T> {
     /// Wraps `inner`.
     pub fn new(inner: &'p P) -> Self {
         let fast = match inner.spec() {
-            Some(PassSpec::Parallel { k, w, contrast })
-                if T::takes_blocks(k) && !portable_requested() =>
-            {
+            Some(PassSpec::Parallel { k, w, contrast }) if !portable_requested() => {
                 Some(Fast {
                     k,
                     // The unmixing in the data's type, once per pass.
@@ -83,21 +82,13 @@ impl<T: GemmFloat, P: Pass<T>> Pass<T> for BlockPass<'_, P, T> {
     }
 }
 
-/// What the block path needs of the data's type: whether it takes the blocks at `k`, the
-/// contrast in that type.
+/// What the block path needs of the data's type: the contrast in that type.
 pub trait BlockFloat: Float {
-    /// Whether a parallel pass at `k` components runs on blocks.
-    fn takes_blocks(k: usize) -> bool;
     /// `y <- g(y)` in place, `b[i] += g'(y[r k + i])` over the rows `r` of `y` (`k` wide).
     fn contrast(c: ContrastKind, y: &mut [Self], gp: &mut [Self], b: &mut [Self], k: usize);
 }
 
 impl BlockFloat for f32 {
-    fn takes_blocks(_: usize) -> bool {
-        // Even at k = 8, where the f64 path keeps the core's kernel, sgemm and the 8-lane
-        // contrast are faster (1e6 x 8: 28 against 66 ms an iteration on one thread).
-        true
-    }
     #[inline(always)]
     fn contrast(c: ContrastKind, y: &mut [f32], _: &mut [f32], b: &mut [f32], k: usize) {
         match c {
@@ -136,9 +127,6 @@ impl BlockFloat for f32 {
 }
 
 impl BlockFloat for f64 {
-    fn takes_blocks(k: usize) -> bool {
-        k >= GEMM_MIN_K
-    }
     #[inline(always)]
     fn contrast(c: ContrastKind, y: &mut [f64], gp: &mut [f64], b: &mut [f64], k: usize) {
         // The core's contrast over the whole block (its vectorised two-loop form), then the

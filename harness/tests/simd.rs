@@ -1,8 +1,8 @@
 //! The CLI compiles the core's hot loops for AVX2 when the CPU has it (`harness::simd`). IEEE
 //! arithmetic without reassociation or contraction means the vector width cannot change a result:
 //! these tests run the same jobs with `UNMIX_SIMD=portable` and without, and compare the bytes.
-//! From 16 features the CLI's moments, and from 16 components its transforms and pass products,
-//! run on a GEMM with fused multiply-adds (`harness::simd::CliKernel`, `harness::moments`), which
+//! From 16 features the CLI's moments, from 16 components its transforms, and at every k its
+//! parallel passes (`harness::blocks`), run on a GEMM with fused multiply-adds (`harness::simd::CliKernel`, `harness::moments`), which
 //! changes the last bits: there the two must agree to 1e-12 relative (here, and on every
 //! cross-check fixture in `tests/simd_fixtures.rs`). f32 data's parallel passes run in f32
 //! blocks (`harness::blocks`), held to the f32 contract instead.
@@ -71,12 +71,14 @@ fn avx2_and_portable_give_the_same_bytes() {
         ],
         &["z.npy"],
     );
+    // Parallel fits run their passes on the CLI's row-major GEMM blocks at every k
+    // (`harness::blocks`), compared at 1e-12 and against the f32 contract below; deflation and
+    // the sources' pass are the core's loops, compiled for AVX2 or not.
     for (algorithm, fun, dtype) in [
-        ("parallel", "logcosh", "f64"),
-        // f32 parallel fits take the f32 blocks (`f32_blocks_keep_the_f32_contract`).
-        ("deflation", "exp", "f32"),
-        ("parallel", "cube", "f64"),
         ("deflation", "logcosh", "f64"),
+        ("deflation", "exp", "f32"),
+        ("deflation", "cube", "f64"),
+        ("deflation", "exp", "f64"),
     ] {
         same_bytes(
             d,
@@ -144,9 +146,9 @@ fn write_mixed(path: &Path, n: usize, d: usize) {
     harness::io::write_npy(path, &harness::io::Matrix::new(n, d, x).unwrap()).unwrap();
 }
 
-/// The GEMM kernel (k >= 16; from k = 64 split in two halves of the output) and the portable one
-/// agree to 1e-12 relative on the sources of converged fits (parallel and deflation, f64, k = 16
-/// to 64). (Runs that do not converge, e.g.
+/// The GEMM paths (the parallel pass's row-major blocks at every k, the other products from
+/// k = 16; from k = 64 split in two halves) and the portable one agree to 1e-12 relative on the
+/// sources of converged fits (parallel and deflation, f64, k = 8 to 64). (Runs that do not converge, e.g.
 /// the digits at k = 20, follow chaotic paths on which any rounding grows to O(1), whatever the
 /// kernel: they hit max_iter at different points.)
 #[test]
@@ -169,6 +171,7 @@ fn gemm_and_portable_kernels_agree_to_1e_12() {
     let r = relative_difference(&white[0], &white[1]);
     assert!(r < 1e-12, "whitening, k = 40: differs by {r:e}");
     for (algorithm, k) in [
+        ("parallel", 8),
         ("parallel", 16),
         ("parallel", 48),
         ("parallel", 64),
