@@ -9,7 +9,7 @@
 
 mod common;
 use common::run_simd;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Runs `args` (which write `outputs` in `dir`) both ways and compares every output's bytes.
 fn same_bytes(dir: &Path, args: &[&str], outputs: &[&str]) {
@@ -146,6 +146,31 @@ fn write_mixed(path: &Path, n: usize, d: usize) {
     harness::io::write_npy(path, &harness::io::Matrix::new(n, d, x).unwrap()).unwrap();
 }
 
+/// `unmix fit --input x ARGS` on 2 threads, with `UNMIX_SIMD=portable` and without: each run's
+/// model and sources file (written in `dir`).
+fn fit_both_ways(dir: &Path, x: &Path, args: &[&str]) -> Vec<(serde_json::Value, PathBuf)> {
+    [true, false]
+        .into_iter()
+        .map(|portable| {
+            let (m, s) = (
+                dir.join(format!("m{portable}.json")),
+                dir.join(format!("s{portable}.npy")),
+            );
+            let mut full = vec!["fit", "--input", x.to_str().unwrap(), "--threads", "2"];
+            full.extend_from_slice(args);
+            full.extend([
+                "--model",
+                m.to_str().unwrap(),
+                "--sources",
+                s.to_str().unwrap(),
+            ]);
+            run_simd(&full, portable);
+            let model = serde_json::from_str(&std::fs::read_to_string(&m).unwrap()).unwrap();
+            (model, s)
+        })
+        .collect()
+}
+
 /// The GEMM paths (the parallel pass's row-major blocks at every k, the other products from
 /// k = 16; from k = 64 split in two halves) and the portable one agree to 1e-12 relative on the
 /// sources of converged fits (parallel and deflation, f64, k = 8 to 64). (Runs that do not converge, e.g.
@@ -179,38 +204,22 @@ fn gemm_and_portable_kernels_agree_to_1e_12() {
     ] {
         let x = d.join(format!("x{k}.npy"));
         write_mixed(&x, 6000, k);
-        let mut outputs = Vec::new();
-        for portable in [true, false] {
-            let (m, s) = (
-                d.join(format!("m{portable}.json")),
-                d.join(format!("s{portable}.npy")),
-            );
-            run_simd(
-                &[
-                    "fit",
-                    "--input",
-                    x.to_str().unwrap(),
-                    "--algorithm",
-                    algorithm,
-                    "--tol",
-                    "1e-10",
-                    "--random-state",
-                    "3",
-                    "--threads",
-                    "2",
-                    "--model",
-                    m.to_str().unwrap(),
-                    "--sources",
-                    s.to_str().unwrap(),
-                ],
-                portable,
-            );
-            let model: serde_json::Value =
-                serde_json::from_str(&std::fs::read_to_string(&m).unwrap()).unwrap();
+        let runs = fit_both_ways(
+            d,
+            &x,
+            &[
+                "--algorithm",
+                algorithm,
+                "--tol",
+                "1e-10",
+                "--random-state",
+                "3",
+            ],
+        );
+        for (model, _) in &runs {
             assert_eq!(model["converged"], true, "{algorithm} k = {k}");
-            outputs.push(s);
         }
-        let r = relative_difference(&outputs[0], &outputs[1]);
+        let r = relative_difference(&runs[0].1, &runs[1].1);
         assert!(r < 1e-12, "{algorithm} k = {k}: sources differ by {r:e}");
         eprintln!("{algorithm} k = {k}: GEMM vs portable sources differ by {r:.1e} relative");
     }
@@ -283,36 +292,10 @@ fn f32_blocks_keep_the_f32_contract() {
     for (fun, k) in [("logcosh", 8), ("exp", 24), ("cube", 24), ("logcosh", 64)] {
         let x = d.join(format!("x{k}.npy"));
         write_mixed(&x, 9000, k);
-        let mut runs = Vec::new();
-        for portable in [true, false] {
-            let (m, s) = (
-                d.join(format!("m{portable}.json")),
-                d.join(format!("s{portable}.npy")),
-            );
-            run_simd(
-                &[
-                    "fit",
-                    "--input",
-                    x.to_str().unwrap(),
-                    "--dtype",
-                    "f32",
-                    "--fun",
-                    fun,
-                    "--random-state",
-                    "5",
-                    "--threads",
-                    "2",
-                    "--model",
-                    m.to_str().unwrap(),
-                    "--sources",
-                    s.to_str().unwrap(),
-                ],
-                portable,
-            );
-            let model: serde_json::Value =
-                serde_json::from_str(&std::fs::read_to_string(&m).unwrap()).unwrap();
+        let args = ["--dtype", "f32", "--fun", fun, "--random-state", "5"];
+        let runs = fit_both_ways(d, &x, &args);
+        for (model, _) in &runs {
             assert_eq!(model["converged"], true, "{fun} k = {k}");
-            runs.push((model, s));
         }
         let (portable, fast) = (&runs[0].0, &runs[1].0);
         assert_eq!(portable["n_iter"], fast["n_iter"], "{fun} k = {k}");
