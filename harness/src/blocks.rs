@@ -22,6 +22,8 @@
 //! whoever computes them. `UNMIX_SIMD=portable` keeps the core's pass and bits.
 
 use crate::simd::{GemmFloat, SPLIT_MIN_K, gemm, portable_requested};
+use std::any::Any;
+use std::cell::RefCell;
 use unmix::ica::{Contrast, ContrastKind, Pass, PassSpec, add_parallel_sums};
 use unmix::{Error, Float, Result};
 
@@ -84,49 +86,73 @@ impl<T: GemmFloat, P: Pass<T>> Pass<T> for BlockPass<'_, P, T> {
 
 /// What the block path needs of the data's type: the contrast in that type.
 pub trait BlockFloat: Float {
+    /// Whether [`contrast`](Self::contrast) writes the derivatives into `gp` (a block of them is
+    /// allocated only then).
+    const KEEPS_DERIVATIVES: bool;
     /// `y <- g(y)` in place, `b[i] += g'(y[r k + i])` over the rows `r` of `y` (`k` wide).
     fn contrast(c: ContrastKind, y: &mut [Self], gp: &mut [Self], b: &mut [Self], k: usize);
 }
 
+/// `y <- g(y)`, `b[i] += g'(y_i)` row by row for `eval(u) = (g(u), g'(u))`: one loop along each
+/// row (it vectorises over the components). `eval` must be an `#[inline(always)]` closure, or it
+/// is compiled outside the caller's AVX2 instance.
+#[inline(always)]
+fn each_value(y: &mut [f32], b: &mut [f32], k: usize, eval: impl Fn(f32) -> (f32, f32)) {
+    for row in y.chunks_exact_mut(k) {
+        for (v, b) in row.iter_mut().zip(b.iter_mut()) {
+            let (g, d) = eval(*v);
+            *v = g;
+            *b += d;
+        }
+    }
+}
+
 impl BlockFloat for f32 {
+    const KEEPS_DERIVATIVES: bool = false;
     #[inline(always)]
     fn contrast(c: ContrastKind, y: &mut [f32], _: &mut [f32], b: &mut [f32], k: usize) {
+        // The core's three contrasts (`unmix::ica::contrast`), in f32.
         match c {
             ContrastKind::LogCosh(c) => {
                 let alpha = c.alpha() as f32;
-                for row in y.chunks_exact_mut(k) {
-                    for (v, b) in row.iter_mut().zip(b.iter_mut()) {
-                        let t = tanh(alpha * *v);
-                        *v = t;
-                        *b += alpha * (1.0 - t * t);
-                    }
-                }
+                each_value(
+                    y,
+                    b,
+                    k,
+                    #[inline(always)]
+                    |u| {
+                        let t = tanh(alpha * u);
+                        (t, alpha * (1.0 - t * t))
+                    },
+                );
             }
-            ContrastKind::Exp => {
-                for row in y.chunks_exact_mut(k) {
-                    for (v, b) in row.iter_mut().zip(b.iter_mut()) {
-                        let u = *v;
-                        let u2 = u * u;
-                        let e = exp_nonpositive(-0.5 * u2);
-                        *v = u * e;
-                        *b += (1.0 - u2) * e;
-                    }
-                }
-            }
-            ContrastKind::Cube => {
-                for row in y.chunks_exact_mut(k) {
-                    for (v, b) in row.iter_mut().zip(b.iter_mut()) {
-                        let u = *v;
-                        *v = u * u * u;
-                        *b += 3.0 * u * u;
-                    }
-                }
-            }
+            ContrastKind::Exp => each_value(
+                y,
+                b,
+                k,
+                #[inline(always)]
+                |u| {
+                    let u2 = u * u;
+                    let e = exp_nonpositive(-0.5 * u2);
+                    (u * e, (1.0 - u2) * e)
+                },
+            ),
+            ContrastKind::Cube => each_value(
+                y,
+                b,
+                k,
+                #[inline(always)]
+                |u| {
+                    let u2 = u * u;
+                    (u2 * u, 3.0 * u2)
+                },
+            ),
         }
     }
 }
 
 impl BlockFloat for f64 {
+    const KEEPS_DERIVATIVES: bool = true;
     #[inline(always)]
     fn contrast(c: ContrastKind, y: &mut [f64], gp: &mut [f64], b: &mut [f64], k: usize) {
         // The core's contrast over the whole block (its vectorised two-loop form), then the
@@ -156,32 +182,81 @@ impl<T: GemmFloat> Fast<T> {
                 col: pos % k,
             });
         }
-        // Each block's (half-block's) sums go straight into the partial, in row order, so that
-        // the additions are the same however the chunk's rows arrive (whole or in pieces).
-        let mut sums = vec![0.0f64; k * k + k];
+        // No closure around the blocks: a closure not inlined would be compiled outside the
+        // caller's AVX2 instance.
+        let mut scratch = take_scratch::<T>(k);
+        let result = self.run_blocks(partial, z, &mut scratch.blocks, &mut scratch.sums);
+        put_scratch(scratch);
+        result
+    }
+
+    /// Each block's (half-block's) sums go straight into the partial, in row order, so that the
+    /// additions are the same however the chunk's rows arrive (whole or in pieces).
+    #[inline(always)]
+    fn run_blocks(
+        &self,
+        partial: &mut [f64],
+        z: &[T],
+        blocks: &mut [Block<T>; 2],
+        sums: &mut [f64],
+    ) -> Result<()> {
+        let k = self.k;
         let half = BLOCK_ROWS / 2;
-        let mut blocks = [Block::<T>::new(k), Block::<T>::new(k)];
         for zb in z.chunks(BLOCK_ROWS * k) {
             let nb = zb.len() / k;
             if k >= SPLIT_MIN_K && nb > half {
                 // Two halves of the block, one of which an idle thread of the pool can take.
                 let (za, zc) = zb.split_at(half * k);
-                let [a, c] = &mut blocks;
+                let [a, c] = blocks;
                 // Each closure is its own function, outside the caller's AVX2 instance: enter it
                 // again (the contrast otherwise runs on the baseline's two lanes).
                 rayon::join(
                     || crate::simd::fastest(|| a.run(self, za)),
                     || crate::simd::fastest(|| c.run(self, zc)),
                 );
-                a.add_to(partial, &mut sums, half)?;
-                c.add_to(partial, &mut sums, nb - half)?;
+                a.add_to(partial, sums, half)?;
+                c.add_to(partial, sums, nb - half)?;
             } else {
                 blocks[0].run(self, zb);
-                blocks[0].add_to(partial, &mut sums, nb)?;
+                blocks[0].add_to(partial, sums, nb)?;
             }
         }
         Ok(())
     }
+}
+
+/// A thread's buffers for [`Fast::run_blocks`]: two blocks (a block's halves) and the f64 sums.
+struct Scratch<T> {
+    blocks: [Block<T>; 2],
+    sums: Vec<f64>,
+}
+
+thread_local! {
+    /// The buffers of this thread's last pass, kept between calls: a pass calls `accumulate`
+    /// once per chunk (or per 1024-row piece), and fresh buffers each time (1.5 MB a block at
+    /// k = 256) cost page faults and zeroing on the hot path.
+    static SCRATCH: RefCell<Option<Box<dyn Any>>> = const { RefCell::new(None) };
+}
+
+/// This thread's buffers for `k` components of `T`, taken out of its slot (or new): a call nested
+/// by work stealing (this thread running another chunk while it waits in `rayon::join`) finds
+/// the slot empty and allocates its own, so buffers are never shared.
+fn take_scratch<T: GemmFloat>(k: usize) -> Box<Scratch<T>> {
+    match SCRATCH
+        .with(|slot| slot.borrow_mut().take())
+        .map(|b| b.downcast::<Scratch<T>>())
+    {
+        Some(Ok(s)) if s.sums.len() == k * k + k => s,
+        _ => Box::new(Scratch {
+            blocks: [Block::new(k), Block::new(k)],
+            sums: vec![0.0; k * k + k],
+        }),
+    }
+}
+
+/// Puts buffers back into this thread's slot for the next call.
+fn put_scratch<T: GemmFloat>(scratch: Box<Scratch<T>>) {
+    SCRATCH.with(|slot| *slot.borrow_mut() = Some(scratch));
 }
 
 /// Scratch and results of one block: `y` (then `g(y)`), `g'(y)` (f64 only), `G` and `b`.
@@ -196,7 +271,14 @@ impl<T: GemmFloat> Block<T> {
     fn new(k: usize) -> Self {
         Self {
             y: vec![T::ZERO; BLOCK_ROWS * k],
-            gp: vec![T::ZERO; BLOCK_ROWS * k],
+            gp: vec![
+                T::ZERO;
+                if T::KEEPS_DERIVATIVES {
+                    BLOCK_ROWS * k
+                } else {
+                    0
+                }
+            ],
             g: vec![T::ZERO; k * k],
             b: vec![T::ZERO; k],
         }
@@ -211,7 +293,8 @@ impl<T: GemmFloat> Block<T> {
         // Y = Z W' (nb x k): A = Z (row stride k), B = W' (element (j, i) = w[i k + j]).
         gemm(nb, k, k, z, (k, 1), &fast.w, (1, k), y, k, false);
         self.b.fill(T::ZERO);
-        T::contrast(fast.contrast, y, &mut self.gp[..nb * k], &mut self.b, k);
+        let gp = &mut self.gp[..if T::KEEPS_DERIVATIVES { nb * k } else { 0 }];
+        T::contrast(fast.contrast, y, gp, &mut self.b, k);
         // G = g(Y)' Z (k x k): A = g(Y)' (element (i, r) = y[r k + i]), B = Z (row stride k).
         gemm(k, nb, k, y, (1, k), z, (k, 1), &mut self.g, k, false);
     }
