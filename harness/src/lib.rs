@@ -16,3 +16,4 @@ pub mod pipeline;
 pub mod plot;
 pub mod report;
 pub mod simd;
+pub mod vmath;

@@ -46,11 +46,11 @@ fn avx2_and_portable_give_the_same_bytes() {
     }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    // 12 features: below `harness::simd::GEMM_MIN_K`, so every product (moments, transforms,
-    // passes) is the core's, compiled for AVX2 or not; from 16 the GEMM changes the last bits
-    // (see the test below).
-    let mixed = d.join("x12.npy");
-    write_mixed(&mixed, 3000, 12);
+    // 6 features: below `harness::simd::TRANSFORM_GEMM_MIN` and `GEMM_MIN_K`, so the moments
+    // and transforms are the core's, compiled for AVX2 or not; from 8 outputs (transforms) and
+    // 16 (moments, kernels) the GEMM changes the last bits (see the test below).
+    let mixed = d.join("x6.npy");
+    write_mixed(&mixed, 3000, 6);
     let input = mixed.to_str().unwrap();
     let (model, sources, white) = (d.join("m.json"), d.join("s.npy"), d.join("z.npy"));
     let (model, sources, white) = (
@@ -65,7 +65,7 @@ fn avx2_and_portable_give_the_same_bytes() {
             "--input",
             input,
             "--n-components",
-            "12",
+            "6",
             "--output",
             white,
         ],
@@ -87,7 +87,7 @@ fn avx2_and_portable_give_the_same_bytes() {
                 "--input",
                 input,
                 "--n-components",
-                "12",
+                "6",
                 "--algorithm",
                 algorithm,
                 "--fun",
@@ -171,8 +171,8 @@ fn fit_both_ways(dir: &Path, x: &Path, args: &[&str]) -> Vec<(serde_json::Value,
         .collect()
 }
 
-/// The GEMM paths (the parallel pass's row-major blocks at every k, the other products from
-/// k = 16; from k = 64 split in two halves) and the portable one agree to 1e-12 relative on the
+/// The GEMM paths (the parallel pass's row-major blocks at every k, transforms from 8 outputs,
+/// the other products from k = 16; from k = 64 split in two halves) and the portable one agree to 1e-12 relative on the
 /// sources of converged fits (parallel and deflation, f64, k = 8 to 64). (Runs that do not converge, e.g.
 /// the digits at k = 20, follow chaotic paths on which any rounding grows to O(1), whatever the
 /// kernel: they hit max_iter at different points.)
@@ -225,7 +225,7 @@ fn gemm_and_portable_kernels_agree_to_1e_12() {
     }
 }
 
-/// The GEMM paths (moments from 16 features, transforms and pass products from 16 components,
+/// The GEMM paths (moments from 16 features, transforms from 8 outputs, pass products from 16,
 /// the pass products split in halves from 64) give the same bytes on 1, 2 and 3 threads:
 /// `whiten` and `fit` on 9000 rows (3 chunks) of 64 features.
 #[test]
