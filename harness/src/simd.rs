@@ -79,7 +79,7 @@ pub const GEMM_MIN_K: usize = 16;
 pub enum CliKernel {
     /// The core's kernel: the no_std core's bits.
     Portable,
-    /// The GEMM ([`gemm`]) for `k >= GEMM_MIN_K`.
+    /// The GEMM ([`gemm()`]) for `k >= GEMM_MIN_K`.
     Gemm,
 }
 
@@ -285,7 +285,7 @@ fn gram_rows(g: &[f64], m: usize, z: &[f64], k: usize, stride: usize, n: usize, 
     gemm(m, n, k, g, (stride, 1), z, (1, stride), out, k, true);
 }
 
-/// The float types the CLI multiplies on [`gemm`]: `f32` and `f64`.
+/// The float types the CLI multiplies on [`gemm()`]: `f32` and `f64`.
 pub trait GemmFloat: unmix::Float + crate::blocks::BlockFloat + 'static {}
 impl GemmFloat for f32 {}
 impl GemmFloat for f64 {}
