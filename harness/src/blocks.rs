@@ -23,7 +23,7 @@
 //! whoever computes them. `UNMIX_SIMD=portable` keeps the core's pass and bits.
 
 use crate::simd::{GemmFloat, SPLIT_MIN_K, fused_multiply_add, gemm, portable_requested};
-use crate::vmath;
+use crate::{small8, vmath};
 use std::any::Any;
 use std::cell::RefCell;
 use unmix::ica::{Contrast, ContrastKind, Cube, Exp, Pass, PassSpec, add_parallel_sums};
@@ -46,6 +46,8 @@ pub struct BlockPass<'p, P, T> {
 struct Fast<T> {
     k: usize,
     w: Vec<T>,
+    /// `W'` at [`small8::K`] components (for [`BlockFloat::unmix8`]), else empty.
+    wt: Vec<T>,
     contrast: ContrastKind,
 }
 
@@ -54,12 +56,14 @@ impl<'p, P: Pass<T>, T: GemmFloat> BlockPass<'p, P, T> {
     pub fn new(inner: &'p P) -> Self {
         let fast = match inner.spec() {
             Some(PassSpec::Parallel { k, w, contrast }) if !portable_requested() => {
-                Some(Fast {
-                    k,
-                    // The unmixing in the data's type, once per pass.
-                    w: w.iter().map(|&v| T::from_sum(v)).collect(),
-                    contrast,
-                })
+                // The unmixing in the data's type, once per pass.
+                let w: Vec<T> = w.iter().map(|&v| T::from_sum(v)).collect();
+                let wt = if k == small8::K {
+                    (0..k * k).map(|e| w[(e % k) * k + e / k]).collect()
+                } else {
+                    Vec::new()
+                };
+                Some(Fast { k, w, wt, contrast })
             }
             _ => None,
         };
@@ -90,6 +94,19 @@ impl<T: GemmFloat, P: Pass<T>> Pass<T> for BlockPass<'_, P, T> {
 pub trait BlockFloat: Float + core::ops::AddAssign {
     /// `y <- g(y)` in place, `b[i] += g'(y[r k + i])` over the rows `r` of `y` (`k` wide).
     fn contrast(c: ContrastKind, y: &mut [Self], b: &mut [Self], k: usize);
+    /// `Y = Z W'` at [`small8::K`] components on [`crate::small8`]'s kernel (`wt = W'`), where
+    /// the type and the CPU have it; whether it ran.
+    #[inline(always)]
+    fn unmix8(wt: &[Self], z: &[Self], y: &mut [Self]) -> bool {
+        let _ = (wt, z, y);
+        false
+    }
+    /// `G = Y' Z` at [`small8::K`] components on [`crate::small8`]'s kernel; whether it ran.
+    #[inline(always)]
+    fn gram8(y: &[Self], z: &[Self], g: &mut [Self]) -> bool {
+        let _ = (y, z, g);
+        false
+    }
 }
 
 /// `y <- g(y)`, `b[i] += g'(y_i)` for `eval(u) = (g(u), g'(u))`, `W` values at a time.
@@ -230,6 +247,14 @@ impl BlockFloat for f32 {
 }
 
 impl BlockFloat for f64 {
+    #[inline(always)]
+    fn unmix8(wt: &[f64], z: &[f64], y: &mut [f64]) -> bool {
+        small8::unmix(wt, z, y)
+    }
+    #[inline(always)]
+    fn gram8(y: &[f64], z: &[f64], g: &mut [f64]) -> bool {
+        small8::gram(y, z, g)
+    }
     #[inline(always)]
     fn contrast(c: ContrastKind, y: &mut [f64], b: &mut [f64], k: usize) {
         const W: usize = 16; // four vectors of four
@@ -404,12 +429,17 @@ impl<T: GemmFloat> Block<T> {
         let k = fast.k;
         let nb = z.len() / k;
         let y = &mut self.y[..nb * k];
+        let small = k == small8::K;
         // Y = Z W' (nb x k): A = Z (row stride k), B = W' (element (j, i) = w[i k + j]).
-        gemm(nb, k, k, z, (k, 1), &fast.w, (1, k), y, k, false);
+        if !(small && T::unmix8(&fast.wt, z, y)) {
+            gemm(nb, k, k, z, (k, 1), &fast.w, (1, k), y, k, false);
+        }
         self.b.fill(T::ZERO);
         T::contrast(fast.contrast, y, &mut self.b, k);
         // G = g(Y)' Z (k x k): A = g(Y)' (element (i, r) = y[r k + i]), B = Z (row stride k).
-        gemm(k, nb, k, y, (1, k), z, (k, 1), &mut self.g, k, false);
+        if !(small && T::gram8(y, z, &mut self.g)) {
+            gemm(k, nb, k, y, (1, k), z, (k, 1), &mut self.g, k, false);
+        }
     }
 
     /// Adds this block's `G` and `b` (of `rows` rows) to `partial`, in f64 through `sums`.

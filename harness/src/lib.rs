@@ -16,4 +16,5 @@ pub mod pipeline;
 pub mod plot;
 pub mod report;
 pub mod simd;
+pub mod small8;
 pub mod vmath;

@@ -1,12 +1,13 @@
 //! Every FastICA and whitening cross-check fixture through the `unmix` command twice: with the
-//! fast paths (AVX2, and the GEMM for the moments from 16 features and for the transforms and
-//! pass products from 16 components) and with `UNMIX_SIMD=portable` (the no_std core's bits).
+//! fast paths (AVX2, and the GEMM for the moments from 16 features, the transforms from 8
+//! outputs and the pass products from 16 components; the block pass at every k) and with
+//! `UNMIX_SIMD=portable` (the no_std core's bits).
 //!
 //! "Agree to 1e-12 relative" means, for every output array `a` (portable) and `b` (fast) — the
 //! sources, the model's mean, whitening, unwhitening, explained variance, unmixing, components
 //! and mixing; the whitened data — `max_i |a_i - b_i| / max_i |a_i| <= 1e-12`, and the same
 //! `n_iter` and convergence flag. Outputs keep the input's float type. The f32 fixtures have at
-//! most 10 features: their deflation fits take no GEMM and must be bit-equal; their parallel fits
+//! most 4 components: their deflation fits take no GEMM and must be bit-equal; their parallel fits
 //! run in f32 blocks on the fast path (`harness::blocks`) and are held to [`RTOL_F32_BLOCKS`].
 //! The fast path's sources, components, mixing and `n_iter` are also checked against
 //! scikit-learn's, as `crosscheck_fastica.rs` checks the core's. The
