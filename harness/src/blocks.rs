@@ -178,6 +178,14 @@ fn each_in_step<T: BlockFloat, const W: usize>(
 
 impl BlockFloat for f32 {
     #[inline(always)]
+    fn unmix8(wt: &[f32], z: &[f32], y: &mut [f32]) -> bool {
+        small8::unmix_f32(wt, z, y)
+    }
+    #[inline(always)]
+    fn gram8(y: &[f32], z: &[f32], g: &mut [f32]) -> bool {
+        small8::gram_f32(y, z, g)
+    }
+    #[inline(always)]
     fn contrast(c: ContrastKind, y: &mut [f32], b: &mut [f32], k: usize) {
         const W: usize = 32; // four vectors of eight
         // The core's three contrasts (`unmix::ica::contrast`) in f32, with fused multiply-adds

@@ -1,8 +1,9 @@
-//! The block pass's two products at exactly 8 components in `f64`, on AVX2 and FMA registers.
+//! The block pass's two products at exactly 8 components, on AVX2 and FMA registers.
 //!
-//! At `k = 8` a row of `Y = Z W'` or of `Z` is two vectors of four: `y_r = W z_r` is 16
-//! multiply-adds per row with `W'` read from the L1 cache, and `G = sum_r y_r z_r'` 16 more, in
-//! two halves of `G` (eight accumulators each) so that every sum stays in a register. The
+//! At `k = 8` an `f64` row of `Y = Z W'` or of `Z` is two vectors of four: `y_r = W z_r` is 16
+//! multiply-adds per row with `W'` in registers, and `G = sum_r y_r z_r'` 16 more, in two halves
+//! of `G` (eight accumulators each) so that every sum stays in a register. An `f32` row is one
+//! vector of eight: 8 multiply-adds each, `G` in eight accumulators. The
 //! `gemm` crate's packing and 8 x 6 tiles fit these shapes poorly: 16 and 29 GFLOP/s here
 //! (measured on this machine: 256 x 8 x 8 blocks), about half of what these loops reach. Each
 //! sum runs over its terms in order (`j` for `Y`, rows for `G`), rounded once per term: the
@@ -11,8 +12,9 @@
 
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::{
-    __m256d, _mm256_broadcast_sd, _mm256_fmadd_pd, _mm256_loadu_pd, _mm256_setzero_pd,
-    _mm256_storeu_pd,
+    __m256, __m256d, _mm256_broadcast_sd, _mm256_broadcast_ss, _mm256_fmadd_pd, _mm256_fmadd_ps,
+    _mm256_loadu_pd, _mm256_loadu_ps, _mm256_setzero_pd, _mm256_setzero_ps, _mm256_storeu_pd,
+    _mm256_storeu_ps,
 };
 
 /// Components these kernels handle.
@@ -51,6 +53,94 @@ pub fn gram(y: &[f64], z: &[f64], g: &mut [f64]) -> bool {
     }
     let _ = (y, z, g);
     false
+}
+
+/// [`unmix`] for `f32`.
+#[inline(always)]
+pub fn unmix_f32(wt: &[f32], z: &[f32], y: &mut [f32]) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if available() && wt.len() >= K * K && z.len() == y.len() && z.len() % K == 0 {
+        // SAFETY: `available` checked AVX2 and FMA.
+        unsafe { unmix_f32_avx2(wt, z, y) };
+        return true;
+    }
+    let _ = (wt, z, y);
+    false
+}
+
+/// [`gram`] for `f32`.
+#[inline(always)]
+pub fn gram_f32(y: &[f32], z: &[f32], g: &mut [f32]) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if available() && g.len() >= K * K && z.len() == y.len() && z.len() % K == 0 {
+        // SAFETY: as in `unmix`.
+        unsafe { gram_f32_avx2(y, z, g) };
+        return true;
+    }
+    let _ = (y, z, g);
+    false
+}
+
+/// Eight `f32` from `v[at..at + 8]` (bounds-checked).
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+fn load8(v: &[f32], at: usize) -> __m256 {
+    let eight = &v[at..at + 8];
+    // SAFETY: `eight` holds eight f32 (checked by the slice above).
+    unsafe { _mm256_loadu_ps(eight.as_ptr()) }
+}
+
+/// Writes eight `f32` to `v[at..at + 8]` (bounds-checked).
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+fn store8(v: &mut [f32], at: usize, x: __m256) {
+    let eight = &mut v[at..at + 8];
+    // SAFETY: `eight` holds eight f32 (checked by the slice above).
+    unsafe { _mm256_storeu_ps(eight.as_mut_ptr(), x) }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn unmix_f32_avx2(wt: &[f32], z: &[f32], y: &mut [f32]) {
+    let wt: [__m256; K] = std::array::from_fn(|j| load8(wt, K * j));
+    // Four rows a step: four independent chains of eight multiply-adds.
+    for (zq, yq) in z.chunks_exact(4 * K).zip(y.chunks_exact_mut(4 * K)) {
+        let mut acc = [_mm256_setzero_ps(); 4];
+        for j in 0..K {
+            for (r, a) in acc.iter_mut().enumerate() {
+                *a = _mm256_fmadd_ps(_mm256_broadcast_ss(&zq[r * K + j]), wt[j], *a);
+            }
+        }
+        for (r, a) in acc.into_iter().enumerate() {
+            store8(yq, r * K, a);
+        }
+    }
+    // The last rows (fewer than four), the same sums.
+    let done = z.len() / (4 * K) * 4 * K;
+    for (zr, yr) in z[done..].chunks_exact(K).zip(y[done..].chunks_exact_mut(K)) {
+        let mut a = _mm256_setzero_ps();
+        for j in 0..K {
+            a = _mm256_fmadd_ps(_mm256_broadcast_ss(&zr[j]), wt[j], a);
+        }
+        store8(yr, 0, a);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn gram_f32_avx2(y: &[f32], z: &[f32], g: &mut [f32]) {
+    let mut acc = [_mm256_setzero_ps(); K];
+    for (yr, zr) in y.chunks_exact(K).zip(z.chunks_exact(K)) {
+        let zv = load8(zr, 0);
+        for (i, a) in acc.iter_mut().enumerate() {
+            *a = _mm256_fmadd_ps(_mm256_broadcast_ss(&yr[i]), zv, *a);
+        }
+    }
+    for (i, a) in acc.into_iter().enumerate() {
+        store8(g, i * K, a);
+    }
 }
 
 /// Four values from `v[at..at + 4]` (bounds-checked).
@@ -142,6 +232,48 @@ fn gram_avx2(y: &[f64], z: &[f64], g: &mut [f64]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The `f32` kernels against the same sums in scalar `mul_add`s: bit for bit, every row count
+    /// from 0 to 9 (so the tail of fewer than four rows too).
+    #[test]
+    fn f32_kernels_are_the_ordered_sums() {
+        if !available() {
+            eprintln!("SKIPPED small8 kernels: no AVX2 and FMA here");
+            return;
+        }
+        let w: Vec<f32> = (0..K * K)
+            .map(|i| ((i * 37 % 19) as f32 - 9.0) / 7.0)
+            .collect();
+        let wt: Vec<f32> = (0..K * K).map(|e| w[(e % K) * K + e / K]).collect();
+        for rows in 0..10 {
+            let z: Vec<f32> = (0..rows * K)
+                .map(|i| ((i * 53 % 31) as f32 - 15.0) / 11.0)
+                .collect();
+            let mut y = vec![f32::NAN; rows * K];
+            assert!(unmix_f32(&wt, &z, &mut y));
+            for (zr, yr) in z.chunks_exact(K).zip(y.chunks_exact(K)) {
+                for i in 0..K {
+                    let want = (0..K).fold(0.0, |a: f32, j| zr[j].mul_add(w[i * K + j], a));
+                    assert_eq!(yr[i].to_bits(), want.to_bits(), "rows {rows}, y {i}");
+                }
+            }
+            let mut g = vec![f32::NAN; K * K];
+            assert!(gram_f32(&y, &z, &mut g));
+            for i in 0..K {
+                for j in 0..K {
+                    let want = y
+                        .chunks_exact(K)
+                        .zip(z.chunks_exact(K))
+                        .fold(0.0, |a: f32, (yr, zr)| yr[i].mul_add(zr[j], a));
+                    assert_eq!(
+                        g[i * K + j].to_bits(),
+                        want.to_bits(),
+                        "rows {rows}, g {i} {j}"
+                    );
+                }
+            }
+        }
+    }
 
     /// Against the same sums in scalar `mul_add`s, in the same order: equal bit for bit (every
     /// row count from 0 to 9, so the odd tail too).
