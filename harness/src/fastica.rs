@@ -235,8 +235,18 @@ impl<T: GemmFloat> Executor<T> for PoolExecutor<'_, T> {
                     if split_transform && mid < stop {
                         let (za, zb) = zi.split_at_mut((mid - start) * k);
                         let (a, b) = rayon::join(
-                            || crate::simd::fastest(|| whiten(start..mid, za)),
-                            || crate::simd::fastest(|| whiten(mid..stop, zb)),
+                            || {
+                                crate::simd::fastest(
+                                    #[inline(always)]
+                                    || whiten(start..mid, za),
+                                )
+                            },
+                            || {
+                                crate::simd::fastest(
+                                    #[inline(always)]
+                                    || whiten(mid..stop, zb),
+                                )
+                            },
                         );
                         a?;
                         b?;
