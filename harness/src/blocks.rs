@@ -189,7 +189,7 @@ impl BlockFloat for f32 {
     fn contrast(c: ContrastKind, y: &mut [f32], b: &mut [f32], k: usize) {
         // The core's three contrasts (`unmix::ica::contrast`) in f32: `tanh` and `exp` with
         // fused multiply-adds where the CPU has them, else through the core's f64 ones.
-        if fused(c, y, b, k) {
+        if fused::<_, W32>(c, y, b, k) {
             return;
         }
         match c {
@@ -245,7 +245,7 @@ impl BlockFloat for f64 {
         // With fused multiply-adds, `tanh` and `exp` at half the core's work (`crate::vmath`);
         // without them, the core's own contrasts. Either way one loop along each row, the
         // derivatives summed as they are made (no block of them written and read back).
-        if fused(c, y, b, k) {
+        if fused::<_, W64>(c, y, b, k) {
             return;
         }
         match c {
@@ -278,103 +278,111 @@ impl BlockFloat for f64 {
 const W32: usize = 32;
 const W64: usize = 16;
 
-/// The contrasts with [`crate::vmath`]'s fused multiply-adds (`logcosh` and `exp`; `cube` has
-/// nothing to fuse): `y <- g(y)`, `b += g'(y)` as [`BlockFloat::contrast`]. Whether it ran: only
-/// where [`fused_multiply_add`] holds.
-trait Fused: Sized {
-    fn fused_body(c: ContrastKind, y: &mut [Self], b: &mut [Self], k: usize) -> bool;
+/// What the contrasts with [`crate::vmath`]'s fused multiply-adds need of a type: its `tanh`
+/// and `exp` there.
+trait Fused: BlockFloat {
+    fn tanh(x: Self) -> Self;
+    fn exp_nonpositive(x: Self) -> Self;
+    fn from_alpha(alpha: f64) -> Self;
 }
 
 impl Fused for f32 {
     #[inline(always)]
-    fn fused_body(c: ContrastKind, y: &mut [f32], b: &mut [f32], k: usize) -> bool {
-        match c {
-            ContrastKind::LogCosh(c) => {
-                let alpha = c.alpha() as f32;
-                each_value::<_, W32>(
-                    y,
-                    b,
-                    k,
-                    #[inline(always)]
-                    |u| {
-                        let t = vmath::tanh_f32(alpha * u);
-                        (t, alpha * (1.0 - t * t))
-                    },
-                );
-            }
-            ContrastKind::Exp => each_value::<_, W32>(
-                y,
-                b,
-                k,
-                #[inline(always)]
-                |u| {
-                    let u2 = u * u;
-                    let e = vmath::exp_nonpositive_f32(-0.5 * u2);
-                    (u * e, (1.0 - u2) * e)
-                },
-            ),
-            ContrastKind::Cube => return false,
-        }
-        true
+    fn tanh(x: f32) -> f32 {
+        vmath::tanh_f32(x)
+    }
+    #[inline(always)]
+    fn exp_nonpositive(x: f32) -> f32 {
+        vmath::exp_nonpositive_f32(x)
+    }
+    #[inline(always)]
+    fn from_alpha(alpha: f64) -> f32 {
+        alpha as f32
     }
 }
 
 impl Fused for f64 {
     #[inline(always)]
-    fn fused_body(c: ContrastKind, y: &mut [f64], b: &mut [f64], k: usize) -> bool {
-        match c {
-            ContrastKind::LogCosh(c) => {
-                let alpha = c.alpha();
-                each_value::<_, W64>(
-                    y,
-                    b,
-                    k,
-                    #[inline(always)]
-                    |u| {
-                        let t = vmath::tanh(alpha * u);
-                        (t, alpha * (1.0 - t * t))
-                    },
-                );
-            }
-            ContrastKind::Exp => each_value::<_, W64>(
+    fn tanh(x: f64) -> f64 {
+        vmath::tanh(x)
+    }
+    #[inline(always)]
+    fn exp_nonpositive(x: f64) -> f64 {
+        vmath::exp_nonpositive(x)
+    }
+    #[inline(always)]
+    fn from_alpha(alpha: f64) -> f64 {
+        alpha
+    }
+}
+
+/// `logcosh` and `exp` with [`Fused`]'s functions (`cube` has nothing to fuse): `y <- g(y)`,
+/// `b += g'(y)` as [`BlockFloat::contrast`]; whether it ran.
+#[inline(always)]
+fn fused_body<T: Fused, const W: usize>(
+    c: ContrastKind,
+    y: &mut [T],
+    b: &mut [T],
+    k: usize,
+) -> bool {
+    let (one, half) = (T::from_alpha(1.0), T::from_alpha(0.5));
+    match c {
+        ContrastKind::LogCosh(c) => {
+            let alpha = T::from_alpha(c.alpha());
+            each_value::<_, W>(
                 y,
                 b,
                 k,
                 #[inline(always)]
                 |u| {
-                    let u2 = u * u;
-                    let e = vmath::exp_nonpositive(-0.5 * u2);
-                    (u * e, (1.0 - u2) * e)
+                    let t = <T as Fused>::tanh(alpha * u);
+                    (t, alpha * (one - t * t))
                 },
-            ),
-            ContrastKind::Cube => return false,
+            );
         }
-        true
+        ContrastKind::Exp => each_value::<_, W>(
+            y,
+            b,
+            k,
+            #[inline(always)]
+            |u| {
+                let u2 = u * u;
+                let e = <T as Fused>::exp_nonpositive(-(half * u2));
+                (u * e, (one - u2) * e)
+            },
+        ),
+        ContrastKind::Cube => return false,
     }
+    true
 }
 
-/// [`Fused::fused_body`] where the CPU fuses. On x86-64 it is compiled for AVX2 and FMA here,
+/// [`fused_body`] where the CPU fuses. On x86-64 it is compiled for AVX2 and FMA here,
 /// whatever instance the caller was compiled into: a `mul_add` compiled without FMA is a call
 /// into the C library (an f32 fit at 1e5 x 64 took 221 instead of 38 ms an iteration when a
 /// closure around the block was not inlined into the AVX2 instance).
 #[inline(always)]
-fn fused<T: Fused + BlockFloat>(c: ContrastKind, y: &mut [T], b: &mut [T], k: usize) -> bool {
+fn fused<T: Fused, const W: usize>(c: ContrastKind, y: &mut [T], b: &mut [T], k: usize) -> bool {
     if !fused_multiply_add() {
         return false;
     }
     #[cfg(target_arch = "x86_64")]
     {
         // SAFETY: on x86-64 `fused_multiply_add` is `uses_avx2`: AVX2 and FMA were detected.
-        unsafe { fused_avx2(c, y, b, k) }
+        unsafe { fused_avx2::<T, W>(c, y, b, k) }
     }
     #[cfg(not(target_arch = "x86_64"))]
-    T::fused_body(c, y, b, k)
+    fused_body::<T, W>(c, y, b, k)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-fn fused_avx2<T: Fused>(c: ContrastKind, y: &mut [T], b: &mut [T], k: usize) -> bool {
-    T::fused_body(c, y, b, k)
+fn fused_avx2<T: Fused, const W: usize>(
+    c: ContrastKind,
+    y: &mut [T],
+    b: &mut [T],
+    k: usize,
+) -> bool {
+    fused_body::<T, W>(c, y, b, k)
 }
 
 impl<T: GemmFloat> Fast<T> {

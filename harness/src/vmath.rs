@@ -22,27 +22,7 @@
 //!   `-708`.
 //! - [`tanh_f32`], [`exp_nonpositive_f32`]: the same bounds in `f32` ulp (0 below `-87`).
 
-/// ln 2 split as in fdlibm: the high part has 32 trailing zero bits, so `n * LN2_HI` is exact.
-const LN2_HI: f64 = f64::from_bits(0x3fe6_2e42_fee0_0000);
-const LN2_LO: f64 = f64::from_bits(0x3dea_39ef_3579_3c76);
-/// Adding this rounds a double below 2^51 in magnitude to an integer in the low mantissa bits.
-const SHIFT: f64 = 6_755_399_441_055_744.0; // 1.5 * 2^52
-
-/// `1/k!` for k = 2..=13.
-const C: [f64; 12] = [
-    0.5,
-    1.0 / 6.0,
-    1.0 / 24.0,
-    1.0 / 120.0,
-    1.0 / 720.0,
-    1.0 / 5040.0,
-    1.0 / 40320.0,
-    1.0 / 362_880.0,
-    1.0 / 3_628_800.0,
-    1.0 / 39_916_800.0,
-    1.0 / 479_001_600.0,
-    1.0 / 6_227_020_800.0,
-];
+use unmix::ica::fastmath::{EXPM1_TAYLOR as C, LN2_HI, LN2_LO, SHIFT};
 
 /// `(expm1(r), 2^n)` for `x = n ln2 + r`, `-708 <= x <= 0`.
 #[inline(always)]

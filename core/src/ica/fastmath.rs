@@ -13,15 +13,18 @@
 //! - [`tanh`]: within 4 ulp of `libm::tanh` (itself within 2 ulp of the exact value) for every
 //!   finite input; exactly `+-1` beyond `|x| = 19.1`; odd.
 
-/// ln 2 split as in fdlibm: the high part has 32 trailing zero bits, so `n * LN2_HI` is exact.
-const LN2_HI: f64 = f64::from_bits(0x3fe6_2e42_fee0_0000);
-const LN2_LO: f64 = f64::from_bits(0x3dea_39ef_3579_3c76);
+/// ln 2 split as in fdlibm: the high part has 32 trailing zero bits, so `n * LN2_HI` is exact
+/// (the reduction's constants are public for the CLI's fused multiply-add variant of it).
+pub const LN2_HI: f64 = f64::from_bits(0x3fe6_2e42_fee0_0000);
+/// The low part of ln 2: `LN2_HI + LN2_LO` is ln 2 to about 2^-85.
+pub const LN2_LO: f64 = f64::from_bits(0x3dea_39ef_3579_3c76);
 const INV_LN2: f64 = core::f64::consts::LOG2_E;
-/// Adding this rounds a double below 2^51 in magnitude to an integer held in the low mantissa bits.
-const SHIFT: f64 = 6_755_399_441_055_744.0; // 1.5 * 2^52
+/// Adding this rounds a double below 2^51 in magnitude to an integer held in the low mantissa
+/// bits.
+pub const SHIFT: f64 = 6_755_399_441_055_744.0; // 1.5 * 2^52
 
-/// `1/k!` for k = 2..=13.
-const C: [f64; 12] = [
+/// `1/k!` for k = 2..=13: the Taylor coefficients of `(expm1(r) - r) / r^2`.
+pub const EXPM1_TAYLOR: [f64; 12] = [
     0.5,
     1.0 / 6.0,
     1.0 / 24.0,
@@ -35,6 +38,7 @@ const C: [f64; 12] = [
     1.0 / 479_001_600.0,
     1.0 / 6_227_020_800.0,
 ];
+const C: [f64; 12] = EXPM1_TAYLOR;
 
 /// `(expm1(r), 2^n)` for `x = n ln2 + r`, `-708 <= x <= 0`.
 #[inline(always)]
