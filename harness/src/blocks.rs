@@ -90,23 +90,21 @@ impl<T: GemmFloat, P: Pass<T>> Pass<T> for BlockPass<'_, P, T> {
     }
 }
 
-/// What the block path needs of the data's type: the contrast in that type.
+/// What the block path needs of the data's type: its contrast, its `tanh` and `exp` with fused
+/// multiply-adds, and its 8-component products.
 pub trait BlockFloat: Float + core::ops::AddAssign {
-    /// `y <- g(y)` in place, `b[i] += g'(y[r k + i])` over the rows `r` of `y` (`k` wide).
+    /// `y <- g(y)` in place, `b[i] += g'(y[r k + i])` over the rows `r` of `y` (`k` wide):
+    /// `contrast` (this module) with this type's values per step.
     fn contrast(c: ContrastKind, y: &mut [Self], b: &mut [Self], k: usize);
+    /// [`crate::vmath`]'s `tanh` in this type.
+    fn fused_tanh(x: Self) -> Self;
+    /// [`crate::vmath`]'s `exp` (of `x <= 0`) in this type.
+    fn fused_exp_nonpositive(x: Self) -> Self;
     /// `Y = Z W'` at [`small8::K`] components on [`crate::small8`]'s kernel (`wt = W'`), where
-    /// the type and the CPU have it; whether it ran.
-    #[inline(always)]
-    fn unmix8(wt: &[Self], z: &[Self], y: &mut [Self]) -> bool {
-        let _ = (wt, z, y);
-        false
-    }
+    /// the CPU has it; whether it ran.
+    fn unmix8(wt: &[Self], z: &[Self], y: &mut [Self]) -> bool;
     /// `G = Y' Z` at [`small8::K`] components on [`crate::small8`]'s kernel; whether it ran.
-    #[inline(always)]
-    fn gram8(y: &[Self], z: &[Self], g: &mut [Self]) -> bool {
-        let _ = (y, z, g);
-        false
-    }
+    fn gram8(y: &[Self], z: &[Self], g: &mut [Self]) -> bool;
 }
 
 /// `y <- g(y)`, `b[i] += g'(y_i)` for `eval(u) = (g(u), g'(u))`, `W` values at a time.
@@ -178,6 +176,18 @@ fn each_in_step<T: BlockFloat, const W: usize>(
 
 impl BlockFloat for f32 {
     #[inline(always)]
+    fn contrast(c: ContrastKind, y: &mut [f32], b: &mut [f32], k: usize) {
+        contrast::<f32, 32>(c, y, b, k); // four vectors of eight a step
+    }
+    #[inline(always)]
+    fn fused_tanh(x: f32) -> f32 {
+        vmath::tanh_f32(x)
+    }
+    #[inline(always)]
+    fn fused_exp_nonpositive(x: f32) -> f32 {
+        vmath::exp_nonpositive_f32(x)
+    }
+    #[inline(always)]
     fn unmix8(wt: &[f32], z: &[f32], y: &mut [f32]) -> bool {
         small8::unmix_f32(wt, z, y)
     }
@@ -185,53 +195,21 @@ impl BlockFloat for f32 {
     fn gram8(y: &[f32], z: &[f32], g: &mut [f32]) -> bool {
         small8::gram_f32(y, z, g)
     }
-    #[inline(always)]
-    fn contrast(c: ContrastKind, y: &mut [f32], b: &mut [f32], k: usize) {
-        // The core's three contrasts (`unmix::ica::contrast`) in f32: `tanh` and `exp` with
-        // fused multiply-adds where the CPU has them, else through the core's f64 ones.
-        if fused::<_, W32>(c, y, b, k) {
-            return;
-        }
-        match c {
-            ContrastKind::LogCosh(c) => {
-                let alpha = c.alpha() as f32;
-                each_value::<_, W32>(
-                    y,
-                    b,
-                    k,
-                    #[inline(always)]
-                    |u| {
-                        let t = unmix::ica::fastmath::tanh(f64::from(alpha * u)) as f32;
-                        (t, alpha * (1.0 - t * t))
-                    },
-                );
-            }
-            ContrastKind::Exp => each_value::<_, W32>(
-                y,
-                b,
-                k,
-                #[inline(always)]
-                |u| {
-                    let u2 = u * u;
-                    let e = unmix::ica::fastmath::exp_nonpositive(f64::from(-0.5 * u2)) as f32;
-                    (u * e, (1.0 - u2) * e)
-                },
-            ),
-            ContrastKind::Cube => each_value::<_, W32>(
-                y,
-                b,
-                k,
-                #[inline(always)]
-                |u| {
-                    let u2 = u * u;
-                    (u2 * u, 3.0 * u2)
-                },
-            ),
-        }
-    }
 }
 
 impl BlockFloat for f64 {
+    #[inline(always)]
+    fn contrast(c: ContrastKind, y: &mut [f64], b: &mut [f64], k: usize) {
+        contrast::<f64, 16>(c, y, b, k); // four vectors of four a step
+    }
+    #[inline(always)]
+    fn fused_tanh(x: f64) -> f64 {
+        vmath::tanh(x)
+    }
+    #[inline(always)]
+    fn fused_exp_nonpositive(x: f64) -> f64 {
+        vmath::exp_nonpositive(x)
+    }
     #[inline(always)]
     fn unmix8(wt: &[f64], z: &[f64], y: &mut [f64]) -> bool {
         small8::unmix(wt, z, y)
@@ -240,102 +218,47 @@ impl BlockFloat for f64 {
     fn gram8(y: &[f64], z: &[f64], g: &mut [f64]) -> bool {
         small8::gram(y, z, g)
     }
-    #[inline(always)]
-    fn contrast(c: ContrastKind, y: &mut [f64], b: &mut [f64], k: usize) {
-        // With fused multiply-adds, `tanh` and `exp` at half the core's work (`crate::vmath`);
-        // without them, the core's own contrasts. Either way one loop along each row, the
-        // derivatives summed as they are made (no block of them written and read back).
-        if fused::<_, W64>(c, y, b, k) {
-            return;
-        }
-        match c {
-            ContrastKind::LogCosh(c) => each_value::<_, W64>(
-                y,
-                b,
-                k,
-                #[inline(always)]
-                |u| c.eval(u),
-            ),
-            ContrastKind::Exp => each_value::<_, W64>(
-                y,
-                b,
-                k,
-                #[inline(always)]
-                |u| Exp.eval(u),
-            ),
-            ContrastKind::Cube => each_value::<_, W64>(
-                y,
-                b,
-                k,
-                #[inline(always)]
-                |u| Cube.eval(u),
-            ),
-        }
-    }
 }
 
-/// Values per step of [`each_value`]: four vectors of eight `f32`, or of four `f64`.
-const W32: usize = 32;
-const W64: usize = 16;
-
-/// What the contrasts with [`crate::vmath`]'s fused multiply-adds need of a type: its `tanh`
-/// and `exp` there.
-trait Fused: BlockFloat {
-    fn tanh(x: Self) -> Self;
-    fn exp_nonpositive(x: Self) -> Self;
-    fn from_alpha(alpha: f64) -> Self;
-}
-
-impl Fused for f32 {
-    #[inline(always)]
-    fn tanh(x: f32) -> f32 {
-        vmath::tanh_f32(x)
-    }
-    #[inline(always)]
-    fn exp_nonpositive(x: f32) -> f32 {
-        vmath::exp_nonpositive_f32(x)
-    }
-    #[inline(always)]
-    fn from_alpha(alpha: f64) -> f32 {
-        alpha as f32
-    }
-}
-
-impl Fused for f64 {
-    #[inline(always)]
-    fn tanh(x: f64) -> f64 {
-        vmath::tanh(x)
-    }
-    #[inline(always)]
-    fn exp_nonpositive(x: f64) -> f64 {
-        vmath::exp_nonpositive(x)
-    }
-    #[inline(always)]
-    fn from_alpha(alpha: f64) -> f64 {
-        alpha
-    }
-}
-
-/// `logcosh` and `exp` with [`Fused`]'s functions (`cube` has nothing to fuse): `y <- g(y)`,
-/// `b += g'(y)` as [`BlockFloat::contrast`]; whether it ran.
+/// The contrast of a block in the data's type, one loop along each row, the derivatives summed
+/// as they are made (no block of them written and read back), `W` values a step
+/// ([`each_value`]). Where the CPU has fused multiply-adds, [`in_type`] with `tanh` and `exp` at
+/// half the core's work ([`crate::vmath`]); without them, the core's own contrasts, in
+/// [`Sum`](unmix::float::Sum).
 #[inline(always)]
-fn fused_body<T: Fused, const W: usize>(
-    c: ContrastKind,
-    y: &mut [T],
-    b: &mut [T],
-    k: usize,
-) -> bool {
-    let (one, half) = (T::from_alpha(1.0), T::from_alpha(0.5));
+fn contrast<T: BlockFloat, const W: usize>(c: ContrastKind, y: &mut [T], b: &mut [T], k: usize) {
+    if fused_multiply_add() {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: on x86-64 `fused_multiply_add` is `uses_avx2`: AVX2 and FMA were detected.
+        unsafe {
+            in_type_avx2::<T, W>(c, y, b, k)
+        };
+        #[cfg(not(target_arch = "x86_64"))]
+        in_type::<T, W>(c, y, b, k);
+        return;
+    }
+    match c {
+        ContrastKind::LogCosh(c) => via_core::<T, W>(c, y, b, k),
+        ContrastKind::Exp => via_core::<T, W>(Exp, y, b, k),
+        ContrastKind::Cube => via_core::<T, W>(Cube, y, b, k),
+    }
+}
+
+/// The contrast computed in `T` (the core's three, `unmix::ica::contrast`), `tanh` and `exp`
+/// from [`BlockFloat`].
+#[inline(always)]
+fn in_type<T: BlockFloat, const W: usize>(c: ContrastKind, y: &mut [T], b: &mut [T], k: usize) {
+    let (one, half, three) = (T::from_f64(1.0), T::from_f64(0.5), T::from_f64(3.0));
     match c {
         ContrastKind::LogCosh(c) => {
-            let alpha = T::from_alpha(c.alpha());
+            let alpha = T::from_f64(c.alpha());
             each_value::<_, W>(
                 y,
                 b,
                 k,
                 #[inline(always)]
                 |u| {
-                    let t = <T as Fused>::tanh(alpha * u);
+                    let t = T::fused_tanh(alpha * u);
                     (t, alpha * (one - t * t))
                 },
             );
@@ -347,42 +270,52 @@ fn fused_body<T: Fused, const W: usize>(
             #[inline(always)]
             |u| {
                 let u2 = u * u;
-                let e = <T as Fused>::exp_nonpositive(-(half * u2));
+                let e = T::fused_exp_nonpositive(-(half * u2));
                 (u * e, (one - u2) * e)
             },
         ),
-        ContrastKind::Cube => return false,
+        ContrastKind::Cube => each_value::<_, W>(
+            y,
+            b,
+            k,
+            #[inline(always)]
+            |u| {
+                let u2 = u * u;
+                (u2 * u, three * u2)
+            },
+        ),
     }
-    true
 }
 
-/// [`fused_body`] where the CPU fuses. On x86-64 it is compiled for AVX2 and FMA here,
-/// whatever instance the caller was compiled into: a `mul_add` compiled without FMA is a call
-/// into the C library (an f32 fit at 1e5 x 64 took 221 instead of 38 ms an iteration when a
-/// closure around the block was not inlined into the AVX2 instance).
-#[inline(always)]
-fn fused<T: Fused, const W: usize>(c: ContrastKind, y: &mut [T], b: &mut [T], k: usize) -> bool {
-    if !fused_multiply_add() {
-        return false;
-    }
-    #[cfg(target_arch = "x86_64")]
-    {
-        // SAFETY: on x86-64 `fused_multiply_add` is `uses_avx2`: AVX2 and FMA were detected.
-        unsafe { fused_avx2::<T, W>(c, y, b, k) }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    fused_body::<T, W>(c, y, b, k)
-}
-
+/// [`in_type`] compiled for AVX2 and FMA whatever instance the caller was compiled into: a
+/// `mul_add` compiled without FMA is a call into the C library (an f32 fit at 1e5 x 64 took 221
+/// instead of 38 ms an iteration when a closure around the block was not inlined into the AVX2
+/// instance).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-fn fused_avx2<T: Fused, const W: usize>(
+fn in_type_avx2<T: BlockFloat, const W: usize>(
     c: ContrastKind,
     y: &mut [T],
     b: &mut [T],
     k: usize,
-) -> bool {
-    fused_body::<T, W>(c, y, b, k)
+) {
+    in_type::<T, W>(c, y, b, k)
+}
+
+/// The core's contrast `c` on each value, in [`Sum`](unmix::float::Sum): the path without
+/// fused multiply-adds (for `f64`, the core's bits).
+#[inline(always)]
+fn via_core<T: BlockFloat, const W: usize>(c: impl Contrast, y: &mut [T], b: &mut [T], k: usize) {
+    each_value::<_, W>(
+        y,
+        b,
+        k,
+        #[inline(always)]
+        |u| {
+            let (g, d) = c.eval(u.to_sum());
+            (T::from_sum(g), T::from_sum(d))
+        },
+    )
 }
 
 impl<T: GemmFloat> Fast<T> {

@@ -20,7 +20,7 @@ use std::arch::x86_64::{
 /// Components these kernels handle.
 pub const K: usize = 8;
 
-/// Whether [`unmix`] and [`gram`] run on this CPU: x86-64 with AVX2 and FMA, unless
+/// Whether [`unmix()`] and [`gram`] run on this CPU: x86-64 with AVX2 and FMA, unless
 /// `UNMIX_SIMD=portable`.
 pub fn available() -> bool {
     cfg!(target_arch = "x86_64") && crate::simd::uses_avx2()
@@ -42,7 +42,7 @@ pub fn unmix(wt: &[f64], z: &[f64], y: &mut [f64]) -> bool {
 }
 
 /// `g = sum_r y_r z_r'` (8 x 8, row-major, overwritten) over the rows of `y` and `z`. Returns
-/// whether it ran, as [`unmix`].
+/// whether it ran, as [`unmix()`].
 #[inline(always)]
 pub fn gram(y: &[f64], z: &[f64], g: &mut [f64]) -> bool {
     #[cfg(target_arch = "x86_64")]
@@ -55,7 +55,7 @@ pub fn gram(y: &[f64], z: &[f64], g: &mut [f64]) -> bool {
     false
 }
 
-/// [`unmix`] for `f32`.
+/// [`unmix()`] for `f32`.
 #[inline(always)]
 pub fn unmix_f32(wt: &[f32], z: &[f32], y: &mut [f32]) -> bool {
     #[cfg(target_arch = "x86_64")]
