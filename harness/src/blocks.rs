@@ -15,8 +15,9 @@
 //! - The contrast runs once along each row, its derivatives summed as they are made. Where the
 //!   CPU has fused multiply-adds, `tanh` and `exp` are [`crate::vmath`]'s (the core's
 //!   [`fastmath`](unmix::ica::fastmath) reduction in half the instructions, within 4 ulp):
-//!   at 1e6 x 8 the core's `tanh` was 3.4 ns a value on this pass's AVX2 path, about half of a
-//!   one-thread iteration. Without them, the core's contrasts.
+//!   at 1e6 x 8 the core's contrast was about half of a one-thread iteration (perf), at 3.1 ns
+//!   a value on the AVX2 path against 2.3 here (`cargo bench -p unmix-benches --bench
+//!   contrast`). Without them, the core's contrasts.
 //!
 //! Bits do not depend on the thread count: block boundaries are fixed from each chunk's first
 //! row, and a block's two halves (from [`SPLIT_MIN_K`] components) are added in a fixed order,
@@ -111,8 +112,9 @@ pub trait BlockFloat: Float + core::ops::AddAssign {
 ///
 /// `W` independent values per step (four or more vectors) let their long dependency chains
 /// (reduction, polynomial, division) overlap: one vector at a time is bound by latency, and
-/// the contrast alone was then half of a one-thread iteration at 1e6 x 8 (3.1 against 2.4 ns a
-/// value for `f64` on this pass's AVX2 path). Where `k` divides `W`, a step spans several rows,
+/// the contrast alone was then half of a one-thread iteration at 1e6 x 8 (a standalone loop
+/// while profiling: 3.1 against 2.4 ns a value for `f64` on the AVX2 path; the `contrast` bench
+/// has the block pass's figure). Where `k` divides `W`, a step spans several rows,
 /// whose derivatives are summed per position and added to `b` at the end; otherwise each row
 /// is cut into steps and a tail. The order of additions depends on `k` and the block only.
 /// `eval` must be an `#[inline(always)]` closure, or it is compiled outside the caller's AVX2
