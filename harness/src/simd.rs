@@ -186,6 +186,79 @@ impl Kernel for CliKernel {
         gemm(k, k, k, v, (1, k), out, (k, 1), p, k, false);
         gemm(k, k, k, p, (k, 1), w, (k, 1), out, k, false);
     }
+    fn symmetric_eigen(
+        &self,
+        m: &mut [f64],
+        k: usize,
+        values: &mut [f64],
+        work: &mut [f64],
+    ) -> unmix::Result<()> {
+        if *self == Self::Portable || k < EIGEN_MIN_K {
+            return unmix::linalg::symmetric_eigen(m, k, values, work);
+        }
+        if symmetric_eigen_faer(m, k, values)? {
+            Ok(())
+        } else {
+            unmix::linalg::symmetric_eigen(m, k, values, work)
+        }
+    }
+}
+
+/// From this many components the update's eigen-decomposition runs on faer (divide and
+/// conquer on a blocked tridiagonalisation) instead of the core's QL: at k = 64 0.34 against
+/// 0.42 ms, at 256 8.2 against 20 ms (Zen 2, one thread).
+pub const EIGEN_MIN_K: usize = 64;
+
+/// [`unmix::linalg::symmetric_eigen`]'s contract (descending eigenvalues, unit eigenvectors as
+/// rows, each with its first nonzero entry positive; the same errors) on faer's sequential
+/// self-adjoint eigensolver. The matrix is scaled by a power of two first, as the core does, so
+/// that no intermediate overflows. `Ok(false)`, `m` untouched, leaves the matrix to the core's
+/// solver: a scale beyond the normal range, or faer reporting no convergence.
+fn symmetric_eigen_faer(m: &mut [f64], k: usize, values: &mut [f64]) -> unmix::Result<bool> {
+    for (len, needed) in [(m.len(), k * k), (values.len(), k)] {
+        if len < needed {
+            return Err(unmix::Error::BufferTooSmall { needed, found: len });
+        }
+    }
+    let (m, values) = (&mut m[..k * k], &mut values[..k]);
+    if let Some(pos) = m.iter().position(|v| !v.is_finite()) {
+        return Err(unmix::Error::NonFinite {
+            row: (pos / k) as u64,
+            col: pos % k,
+        });
+    }
+    let amax = m.iter().fold(0.0f64, |a, x| a.max(x.abs()));
+    // max |m| 2^-e in [0.5, 1); 2^-e exact while e stays well inside the exponent range.
+    let exponent = if amax > 0.0 {
+        amax.log2().floor() as i32 + 1
+    } else {
+        0
+    };
+    if exponent.abs() > 1000 {
+        return Ok(false);
+    }
+    let scale = 2f64.powi(-exponent);
+    let a = faer::Mat::<f64>::from_fn(k, k, |i, j| m[i * k + j] * scale);
+    let Ok(evd) = a.self_adjoint_eigen(faer::Side::Lower) else {
+        return Ok(false);
+    };
+    let (u, s) = (evd.U(), evd.S().column_vector());
+    // faer's eigenvalues ascend: row i of `m` is column k - 1 - i of U.
+    for i in 0..k {
+        let col = k - 1 - i;
+        values[i] = s[col] / scale;
+        let sign = match (0..k).map(|r| u[(r, col)]).find(|x| *x != 0.0) {
+            Some(x) if x < 0.0 => -1.0,
+            _ => 1.0,
+        };
+        for (r, v) in m[i * k..(i + 1) * k].iter_mut().enumerate() {
+            *v = sign * u[(r, col)];
+        }
+    }
+    if values.iter().any(|v| !v.is_finite()) {
+        return Err(unmix::Error::Overflow);
+    }
+    Ok(true)
 }
 
 impl CliKernel {

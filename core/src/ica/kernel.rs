@@ -46,6 +46,20 @@ pub trait Kernel: Copy + Sync {
     ) {
         crate::ica::update::decorrelate(v, s, w, k, p, out)
     }
+    /// The eigen-decomposition of the update's `W W'` (`k x k`), with the contract of
+    /// [`linalg::symmetric_eigen`](crate::linalg::symmetric_eigen): descending eigenvalues in
+    /// `values`, their unit eigenvectors as the rows of `m`, `work` of `k` elements. The
+    /// decorrelation depends only on `P = V' S V`, not on the choice of eigenvectors within a
+    /// repeated eigenvalue, so another backward-stable solver changes only the last bits.
+    fn symmetric_eigen(
+        &self,
+        m: &mut [Sum],
+        k: usize,
+        values: &mut [Sum],
+        work: &mut [Sum],
+    ) -> crate::Result<()> {
+        crate::linalg::symmetric_eigen(m, k, values, work)
+    }
 }
 
 /// The core's kernel: register-blocked plain Rust, vectorised for whatever the build targets,

@@ -21,8 +21,9 @@ pub fn sym_decorrelation(w: &mut [Sum], k: usize, ws: &mut [Sum]) -> Result<()> 
     sym_decorrelation_with(w, k, ws, Portable)
 }
 
-/// [`sym_decorrelation`] with its three `k^3` products (`W W'`, `P = V' S V`, `P W`) on
-/// `kernel` ([`Kernel::gram`], [`Kernel::decorrelate`]); the eigen-decomposition is the core's.
+/// [`sym_decorrelation`] with its three `k^3` products (`W W'`, `P = V' S V`, `P W`) and the
+/// eigen-decomposition on `kernel` ([`Kernel::gram`], [`Kernel::decorrelate`],
+/// [`Kernel::symmetric_eigen`]).
 pub fn sym_decorrelation_with<K: Kernel>(
     w: &mut [Sum],
     k: usize,
@@ -36,7 +37,7 @@ pub fn sym_decorrelation_with<K: Kernel>(
     let (p, tmp) = rest.split_at_mut(k * k);
     let w = prefix_mut(w, k * k)?;
     kernel.gram(w, k, m);
-    symmetric_eigen(m, k, values, work)?;
+    kernel.symmetric_eigen(m, k, values, work)?;
     for v in values.iter_mut() {
         *v = 1.0 / smath::sqrt(v.max(Sum::MIN_POSITIVE));
     }
