@@ -46,18 +46,52 @@ pub const REWHITEN_ROWS: usize = MAP_ROWS;
 pub fn white_chunks_to_store(n: usize, d: usize, k: usize, elem: usize, threads: usize) -> usize {
     let chunks = n.div_ceil(CHUNK);
     let chunk_bytes = (CHUNK * k * elem).max(1);
+    let budget = white_budget(n, d, k, elem, threads);
+    if n.saturating_mul(k).saturating_mul(elem) <= budget {
+        return chunks;
+    }
+    let buffers = threads.max(1) * REWHITEN_ROWS * k * elem;
+    (budget.saturating_sub(buffers) / chunk_bytes).min(chunks)
+}
+
+/// Bytes [`white_chunks_to_store`] may give to white rows on `threads` threads.
+fn white_budget(n: usize, d: usize, k: usize, elem: usize, threads: usize) -> usize {
     let input = n.saturating_mul(d).saturating_mul(elem);
     let partial = 8 * ica::ParallelPass::<ica::LogCosh, _>::partial_len_with(
         k,
         crate::simd::CliKernel::for_this_cpu(),
     );
     let reserved = MEMORY_RESERVED + (threads.max(1) + 4) * partial;
-    let budget = (input / 4 + MEMORY_SLACK).saturating_sub(reserved);
-    if n.saturating_mul(k).saturating_mul(elem) <= budget {
-        return chunks;
+    (input / 4 + MEMORY_SLACK).saturating_sub(reserved)
+}
+
+/// Whether FastICA's parallel passes over `n x d` white rows of `k` components (`elem` bytes a
+/// value) fold the whitening into their products ([`BlockPass::folded`]) rather than read
+/// stored white rows: when `d < 2 k` and the white rows do not all fit the memory bound on one
+/// thread. Stored rows are cheaper (no centring, no `G_X V'` per chunk: f32 at 2e4 x 256 and
+/// 1e6 x 8, whose white rows fit, took 8 % and 18 % longer an iteration folded); rows whitened
+/// again cost `k d` more per row than folding. Decided from the shapes alone, never the thread
+/// count, so that the bits do not depend on it (folding rounds differently).
+///
+/// `UNMIX_FOLD=always` or `never` overrides the choice (tests, benchmarks); `UNMIX_SIMD=portable`
+/// never folds.
+pub fn folds_whitening(n: usize, d: usize, k: usize, elem: usize) -> bool {
+    if crate::simd::portable_requested() {
+        return false;
     }
-    let buffers = threads.max(1) * REWHITEN_ROWS * k * elem;
-    (budget.saturating_sub(buffers) / chunk_bytes).min(chunks)
+    fold_requested().unwrap_or_else(|| {
+        d < 2 * k && n.saturating_mul(k).saturating_mul(elem) > white_budget(n, d, k, elem, 1)
+    })
+}
+
+/// `UNMIX_FOLD`: `always` (`Some(true)`), `never` (`Some(false)`), else `None` (read once).
+fn fold_requested() -> Option<bool> {
+    static FOLD: std::sync::OnceLock<Option<bool>> = std::sync::OnceLock::new();
+    *FOLD.get_or_init(|| match std::env::var("UNMIX_FOLD").as_deref() {
+        Ok("always") => Some(true),
+        Ok("never") => Some(false),
+        _ => None,
+    })
 }
 
 /// The white rows of a fit: the whitener (its storage layout, O(K D)) and the first chunks of
@@ -67,6 +101,8 @@ struct White<T> {
     whitener: Vec<T>,
     z: Vec<T>,
     stored_chunks: usize,
+    /// Whether the parallel passes fold the whitening in ([`folds_whitening`]).
+    fold: bool,
 }
 
 /// Passes over row-major samples in memory, chunk by chunk on a thread pool, merged in order.
@@ -82,6 +118,7 @@ pub struct PoolExecutor<'a, T> {
     threads: usize,
     pool: &'a rayon::ThreadPool,
     store_chunks: Option<usize>,
+    parallel_only: bool,
 }
 
 impl<'a, T: Float + Send + Sync> PoolExecutor<'a, T> {
@@ -94,7 +131,15 @@ impl<'a, T: Float + Send + Sync> PoolExecutor<'a, T> {
             threads: pool.current_num_threads(),
             pool,
             store_chunks: None,
+            parallel_only: false,
         }
+    }
+    /// Says that the white passes will be FastICA's parallel ones (and the sources' pass at
+    /// the end): when they fold the whitening into their products ([`folds_whitening`]), no
+    /// white rows are stored.
+    pub fn parallel_passes(mut self) -> Self {
+        self.parallel_only = true;
+        self
     }
     /// Stores at most `chunks` chunks of white rows, whatever the memory bound says (tests).
     pub fn store_at_most(mut self, chunks: usize) -> Self {
@@ -192,11 +237,33 @@ impl<T: GemmFloat> Executor<T> for PoolExecutor<'_, T> {
         let k = white.k;
         let n = self.x.len() / d;
         let chunks = n.div_ceil(CHUNK);
-        if white.stored_chunks >= chunks {
-            return run_pass(self.pool, self.threads, &white.z, k, pass, total);
-        }
         let view = WhitenerView::from_parts(d, k, &white.whitener)?;
         let (x, z) = (self.x, &white.z);
+        if let Some(folded) = white
+            .fold
+            .then(|| pass.folded(view.mean(), view.whitening(), d))
+            .flatten()
+        {
+            // Every chunk with the whitening folded in, stored or not: the bits then depend
+            // on neither the memory bound nor the thread count.
+            return run_chunks(
+                self.pool,
+                self.threads,
+                chunks,
+                pass,
+                total,
+                0,
+                #[inline(always)]
+                |index, partial, _| {
+                    let first = index * CHUNK;
+                    let end = (first + CHUNK).min(n);
+                    folded.accumulate(partial, &x[first * d..end * d])
+                },
+            );
+        }
+        if white.stored_chunks >= chunks {
+            return run_pass(self.pool, self.threads, z, k, pass, total);
+        }
         let split_transform = k >= crate::simd::GEMM_MIN_K && !crate::simd::portable_requested();
         run_chunks(
             self.pool,
@@ -265,9 +332,12 @@ impl<T: GemmFloat> Executor<T> for PoolExecutor<'_, T> {
             Some(v) => {
                 let (d, k) = (self.d, v.n_components());
                 let n = self.x.len() / d;
-                let stored_chunks = self.store_chunks.unwrap_or_else(|| {
-                    white_chunks_to_store(n, d, k, std::mem::size_of::<T>(), self.threads)
-                });
+                let fold = folds_whitening(n, d, k, std::mem::size_of::<T>());
+                let stored_chunks = match self.store_chunks {
+                    _ if fold && self.parallel_only => 0,
+                    Some(c) => c,
+                    None => white_chunks_to_store(n, d, k, std::mem::size_of::<T>(), self.threads),
+                };
                 let stored_rows = (stored_chunks * CHUNK).min(n);
                 let mut z = crate::io::zeroed(stored_rows * k, T::ZERO);
                 map_rows(
@@ -297,6 +367,7 @@ impl<T: GemmFloat> Executor<T> for PoolExecutor<'_, T> {
                     whitener,
                     z,
                     stored_chunks,
+                    fold,
                 })
             }
         };
@@ -418,6 +489,9 @@ pub fn fit_then<T: GemmFloat + serde::Serialize, R>(
     let mut exec = PoolExecutor::new(&x.data, d, &pool);
     if let Some(c) = store_chunks {
         exec = exec.store_at_most(c);
+    }
+    if opts.ica.algorithm == ica::Algorithm::Parallel {
+        exec = exec.parallel_passes();
     }
     let explain = |e: unmix::Error| match e {
         unmix::Error::RankDeficient { rank, .. } if rank > 0 => {
@@ -638,5 +712,23 @@ mod tests {
         assert_eq!(white_chunks_to_store(5000, 64, 64, 8, 4), 2);
         // Nothing stored when the partials of 64 threads at k = 768 take the whole budget.
         assert_eq!(white_chunks_to_store(100_000, 768, 768, 8, 64), 0);
+    }
+
+    /// The whitening is folded into the parallel passes where the white rows do not fit and
+    /// `d < 2 k`, from the shapes alone (the sizes).
+    #[test]
+    fn folding_is_chosen_by_the_shapes() {
+        if std::env::var_os("UNMIX_FOLD").is_some() || crate::simd::portable_requested() {
+            return; // overridden for this process
+        }
+        assert!(folds_whitening(20_000, 256, 256, 8));
+        assert!(folds_whitening(100_000, 64, 64, 8));
+        assert!(folds_whitening(1_000_000, 8, 8, 8));
+        // f32: the white rows fit.
+        assert!(!folds_whitening(20_000, 256, 256, 4));
+        assert!(!folds_whitening(1_000_000, 8, 8, 4));
+        // 64 of 768 features: whitening again is cheaper than folding.
+        assert!(!folds_whitening(10_000_000, 768, 64, 8));
+        assert!(!folds_whitening(5000, 64, 64, 8));
     }
 }

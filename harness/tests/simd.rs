@@ -8,7 +8,7 @@
 //! blocks (`harness::blocks`), held to the f32 contract instead.
 
 mod common;
-use common::run_simd;
+use common::{run_simd, run_simd_env};
 use std::path::{Path, PathBuf};
 
 /// Runs `args` (which write `outputs` in `dir`) both ways and compares every output's bytes.
@@ -227,7 +227,9 @@ fn gemm_and_portable_kernels_agree_to_1e_12() {
 
 /// The GEMM paths (moments from 16 features, transforms from 8 outputs, pass products from 16,
 /// the pass products split in halves from 64) give the same bytes on 1, 2 and 3 threads:
-/// `whiten` and `fit` on 9000 rows (3 chunks) of 64 features.
+/// `whiten` and `fit` on 9000 rows (3 chunks) of 64 features; and so does the fit with the
+/// whitening folded into its passes (`UNMIX_FOLD=always`, which `unmix` chooses by itself
+/// for inputs too large for a test).
 #[test]
 fn gemm_paths_do_not_depend_on_the_thread_count() {
     let dir = tempfile::tempdir().unwrap();
@@ -235,6 +237,13 @@ fn gemm_paths_do_not_depend_on_the_thread_count() {
     let x = d.join("x64.npy");
     write_mixed(&x, 9000, 64);
     let x = x.to_str().unwrap();
+    for fold in ["never", "always"] {
+        same_bytes_on_1_2_3_threads(d, x, fold);
+    }
+}
+
+fn same_bytes_on_1_2_3_threads(d: &Path, x: &str, fold: &str) {
+    let envs = [("UNMIX_FOLD", fold)];
     let mut results = Vec::new();
     for threads in ["1", "2", "3"] {
         let (z, m, s) = (d.join("z.npy"), d.join("m.json"), d.join("s.npy"));
@@ -243,11 +252,12 @@ fn gemm_paths_do_not_depend_on_the_thread_count() {
             m.to_str().unwrap(),
             s.to_str().unwrap(),
         );
-        run_simd(
+        run_simd_env(
             &["whiten", "--input", x, "--threads", threads, "--output", zs],
             false,
+            &envs,
         );
-        run_simd(
+        run_simd_env(
             &[
                 "fit",
                 "--input",
@@ -266,6 +276,7 @@ fn gemm_paths_do_not_depend_on_the_thread_count() {
                 ss,
             ],
             false,
+            &envs,
         );
         results.push([z, m, s].map(|p| std::fs::read(p).unwrap()));
     }
@@ -274,7 +285,10 @@ fn gemm_paths_do_not_depend_on_the_thread_count() {
             .iter()
             .zip(results[0].iter().zip(r))
         {
-            assert!(a == b, "{name}: {threads} threads differ from 1");
+            assert!(
+                a == b,
+                "{name}: {threads} threads differ from 1 (fold {fold})"
+            );
         }
     }
 }

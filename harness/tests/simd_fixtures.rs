@@ -65,23 +65,38 @@ fn read_array(path: &Path) -> Vec<f64> {
     harness::io::read_npy(path).unwrap().to_f64().data
 }
 
-/// Runs `args` (plus the `--model` and data outputs, appended here) both ways; returns the worst
-/// relative difference over the arrays, after checking each against [`RTOL`] ([`RTOL_D256`]
-/// for the D = 256 fixtures).
+/// A run's label, whether it is portable, and its environment.
+type Run = (&'static str, bool, &'static [(&'static str, &'static str)]);
+
+/// The runs [`compare`] makes: the portable path, then the fast path (as `unmix` chooses), then
+/// for FastICA the fast path with the whitening folded into every parallel pass
+/// (`UNMIX_FOLD=always`; by itself `unmix` folds only inputs whose white rows do not fit the
+/// memory bound, far larger than any fixture).
+const RUNS: [Run; 3] = [
+    ("portable", true, &[]),
+    ("fast", false, &[]),
+    ("folded", false, &[("UNMIX_FOLD", "always")]),
+];
+
+/// Runs `args` (plus the `--model` and data outputs, appended here) in the first `runs` of
+/// [`RUNS`]; returns the worst relative difference over the arrays of each fast run against the
+/// portable one, after checking each against [`RTOL`] ([`RTOL_D256`] for the D = 256
+/// fixtures), and the models.
 fn compare(
     dir: &Path,
     name: &str,
     args: &[String],
     data_flag: &str,
     model_keys: &[&str],
+    runs: usize,
     failures: &mut Vec<String>,
-) -> (f64, [serde_json::Value; 2]) {
+) -> (f64, Vec<serde_json::Value>) {
     let mut models = Vec::new();
     let mut data = Vec::new();
-    for portable in [true, false] {
+    for (label, portable, envs) in &RUNS[..runs] {
         let (m, z) = (
-            dir.join(format!("{name}_{portable}.json")),
-            dir.join(format!("{name}_{portable}.npy")),
+            dir.join(format!("{name}_{label}.json")),
+            dir.join(format!("{name}_{label}.npy")),
         );
         let mut full = args.to_vec();
         full.extend([
@@ -90,7 +105,7 @@ fn compare(
             data_flag.into(),
             z.display().to_string(),
         ]);
-        run_simd(&full, portable);
+        run_simd_env(&full, *portable, envs);
         models.push(read_json(&m));
         data.push(read_array(&z));
     }
@@ -102,19 +117,20 @@ fn compare(
     } else {
         RTOL
     };
-    let mut check = |what: &str, a: &[f64], b: &[f64]| {
-        let r = relative(a, b);
-        worst = worst.max(r);
-        if r.is_nan() || r > rtol {
-            failures.push(format!("{name}: {what} differ by {r:e} relative"));
+    for (run, label) in RUNS[..runs].iter().map(|r| r.0).enumerate().skip(1) {
+        let mut check = |what: &str, a: &[f64], b: &[f64]| {
+            let r = relative(a, b);
+            worst = worst.max(r);
+            if r.is_nan() || r > rtol {
+                failures.push(format!("{name} ({label}): {what} differ by {r:e} relative"));
+            }
+        };
+        check(data_flag, &data[0], &data[run]);
+        for key in model_keys {
+            check(key, &array(&models[0], key), &array(&models[run], key));
         }
-    };
-    check(data_flag, &data[0], &data[1]);
-    for key in model_keys {
-        check(key, &array(&models[0], key), &array(&models[1], key));
     }
-    let [a, b]: [serde_json::Value; 2] = models.try_into().unwrap();
-    (worst, [a, b])
+    (worst, models)
 }
 
 fn s(v: impl ToString) -> String {
@@ -169,36 +185,51 @@ fn fast_and_portable_paths_agree_on_every_fastica_fixture() {
             "components",
             "mixing",
         ];
-        let (worst, [a, b]) = compare(dir.path(), name, &args, "--sources", &keys, &mut failures);
-        for key in ["n_iter", "converged"] {
-            if a[key] != b[key] {
-                failures.push(format!("{name}: {key} {} (portable) vs {}", a[key], b[key]));
+        let (worst, models) = compare(
+            dir.path(),
+            name,
+            &args,
+            "--sources",
+            &keys,
+            3,
+            &mut failures,
+        );
+        for (b, (label, ..)) in models.iter().zip(RUNS).skip(1) {
+            for key in ["n_iter", "converged"] {
+                if models[0][key] != b[key] {
+                    let a = &models[0][key];
+                    failures.push(format!(
+                        "{name}: {key} {a} (portable) vs {} ({label})",
+                        b[key]
+                    ));
+                }
+            }
+            // The fast paths against scikit-learn itself, at the cross-check's tolerance and
+            // n_iter.
+            let rtol = e["rtol"].as_f64().unwrap();
+            let fast_sources = read_array(&dir.path().join(format!("{name}_{label}.npy")));
+            for (what, got) in [
+                ("sources", fast_sources),
+                ("components", array(b, "components")),
+                ("mixing", array(b, "mixing")),
+            ] {
+                let want = load(e[what].as_str().unwrap()).data;
+                let r = relative(&want, &got);
+                if r.is_nan() || r > rtol {
+                    failures.push(format!(
+                        "{name}: {label} {what} vs scikit-learn {r:e} (rtol {rtol:e})"
+                    ));
+                }
+            }
+            if b["n_iter"] != e["n_iter"] {
+                failures.push(format!(
+                    "{name}: {label} n_iter {} vs scikit-learn {}",
+                    b["n_iter"], e["n_iter"]
+                ));
             }
         }
         if d >= harness::simd::GEMM_MIN_K {
             wide.push(format!("{name} (d = {d}): {worst:.1e}"));
-        }
-        // The fast path against scikit-learn itself, at the cross-check's tolerance and n_iter.
-        let rtol = e["rtol"].as_f64().unwrap();
-        let fast_sources = read_array(&dir.path().join(format!("{name}_false.npy")));
-        for (what, got) in [
-            ("sources", fast_sources),
-            ("components", array(&b, "components")),
-            ("mixing", array(&b, "mixing")),
-        ] {
-            let want = load(e[what].as_str().unwrap()).data;
-            let r = relative(&want, &got);
-            if r.is_nan() || r > rtol {
-                failures.push(format!(
-                    "{name}: fast {what} vs scikit-learn {r:e} (rtol {rtol:e})"
-                ));
-            }
-        }
-        if b["n_iter"] != e["n_iter"] {
-            failures.push(format!(
-                "{name}: fast n_iter {} vs scikit-learn {}",
-                b["n_iter"], e["n_iter"]
-            ));
         }
     }
     // The fixtures must reach the GEMM somewhere, or this test compares the portable path with
@@ -248,7 +279,15 @@ fn fast_and_portable_paths_agree_on_every_whitening_fixture() {
                 s(2),
             ];
             let keys = ["mean", "whitening", "unwhitening", "explained_variance"];
-            let (worst, _) = compare(dir.path(), &name, &args, "--output", &keys, &mut failures);
+            let (worst, _) = compare(
+                dir.path(),
+                &name,
+                &args,
+                "--output",
+                &keys,
+                2,
+                &mut failures,
+            );
             report.push(format!("{name} (d = {}): {worst:.1e}", x.cols));
             cases += 1;
         }

@@ -86,8 +86,17 @@ pub fn floats(v: &Value) -> Vec<f64> {
 /// Runs `unmix args` on the fastest kernels for this CPU, or with `UNMIX_SIMD=portable` (the
 /// no_std core's bits), and asserts that it succeeded.
 pub fn run_simd<S: AsRef<std::ffi::OsStr> + std::fmt::Debug>(args: &[S], portable: bool) {
+    run_simd_env(args, portable, &[]);
+}
+
+/// [`run_simd`] with the variables `envs` set (e.g. `UNMIX_FOLD`).
+pub fn run_simd_env<S: AsRef<std::ffi::OsStr> + std::fmt::Debug>(
+    args: &[S],
+    portable: bool,
+    envs: &[(&str, &str)],
+) {
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_unmix"));
-    cmd.args(args);
+    cmd.args(args).envs(envs.iter().copied());
     if portable {
         cmd.env("UNMIX_SIMD", "portable");
     } else {
