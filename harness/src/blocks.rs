@@ -46,8 +46,9 @@ pub struct BlockPass<'p, P, T> {
 
 struct Fast<T> {
     k: usize,
-    /// The unmixing as given (for [`Folded`]'s `W V`), and in the data's type.
+    /// The unmixing as given, for [`Folded`]'s `W V`.
     w_sum: Vec<f64>,
+    /// The unmixing in the data's type.
     w: Vec<T>,
     /// `W'` at [`small8::K`] components (for [`BlockFloat::unmix8`]), else empty.
     wt: Vec<T>,
