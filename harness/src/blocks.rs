@@ -342,7 +342,13 @@ impl<T: GemmFloat> Fast<T> {
         }
         // No closure around the blocks: a closure not inlined would be compiled outside the
         // caller's AVX2 instance.
-        let mut scratch = take_scratch::<T>(k);
+        let mut scratch = take_scratch(
+            |s: &Scratch<T>| s.sums.len() == k * k + k,
+            || Scratch {
+                blocks: [Block::new(k), Block::new(k)],
+                sums: vec![0.0; k * k + k],
+            },
+        );
         let result = self.run_blocks(partial, first, z, &mut scratch.blocks, &mut scratch.sums);
         put_scratch(scratch);
         result
@@ -375,23 +381,11 @@ impl<T: GemmFloat> Fast<T> {
                 // Two halves of the block, one of which an idle thread of the pool can take.
                 let (za, zc) = zb.split_at(half * k);
                 let [a, c] = blocks;
-                // Each closure is its own function, outside the caller's AVX2 instance: enter it
-                // again, and inline the block into that instance (else the contrast runs on the
-                // baseline's two lanes, and each `mul_add` of `vmath` is a library call: f32 at
-                // 1e5 x 64 took 221 instead of 38 ms an iteration when this was not inlined).
-                rayon::join(
-                    || {
-                        crate::simd::fastest(
-                            #[inline(always)]
-                            || a.run(self, za),
-                        )
-                    },
-                    || {
-                        crate::simd::fastest(
-                            #[inline(always)]
-                            || c.run(self, zc),
-                        )
-                    },
+                crate::simd::join_fastest(
+                    #[inline(always)]
+                    || a.run(self, za),
+                    #[inline(always)]
+                    || c.run(self, zc),
                 );
                 a.add_to(partial, sums, half)?;
                 c.add_to(partial, sums, nb - half)?;
@@ -411,30 +405,25 @@ struct Scratch<T> {
 }
 
 thread_local! {
-    /// The buffers of this thread's last pass, kept between calls: a pass calls `accumulate`
-    /// once per chunk (or per 1024-row piece), and fresh buffers each time (1.5 MB a block at
-    /// k = 256) cost page faults and zeroing on the hot path.
+    /// The buffers of this thread's last pass ([`Scratch`] or [`FoldScratch`]), kept between
+    /// calls: a pass calls `accumulate` once per chunk (or per 1024-row piece), and fresh buffers
+    /// each time (1.5 MB a block at k = 256) cost page faults and zeroing on the hot path.
     static SCRATCH: RefCell<Option<Box<dyn Any>>> = const { RefCell::new(None) };
 }
 
-/// This thread's buffers for `k` components of `T`, taken out of its slot (or new): a call nested
-/// by work stealing (this thread running another chunk while it waits in `rayon::join`) finds
-/// the slot empty and allocates its own, so buffers are never shared.
-fn take_scratch<T: GemmFloat>(k: usize) -> Box<Scratch<T>> {
-    match SCRATCH
+/// This thread's buffers of type `S`, taken out of its slot if they are `S` and `fit`, else
+/// `new`: a call nested by work stealing (this thread running another chunk while it waits in
+/// `rayon::join`) finds the slot empty and allocates its own, so buffers are never shared.
+fn take_scratch<S: Any>(fit: impl FnOnce(&S) -> bool, new: impl FnOnce() -> S) -> Box<S> {
+    SCRATCH
         .with(|slot| slot.borrow_mut().take())
-        .map(|b| b.downcast::<Scratch<T>>())
-    {
-        Some(Ok(s)) if s.sums.len() == k * k + k => s,
-        _ => Box::new(Scratch {
-            blocks: [Block::new(k), Block::new(k)],
-            sums: vec![0.0; k * k + k],
-        }),
-    }
+        .and_then(|b| b.downcast::<S>().ok())
+        .filter(|s| fit(s))
+        .unwrap_or_else(|| Box::new(new()))
 }
 
 /// Puts buffers back into this thread's slot for the next call.
-fn put_scratch<T: GemmFloat>(scratch: Box<Scratch<T>>) {
+fn put_scratch<S: Any>(scratch: Box<S>) {
     SCRATCH.with(|slot| *slot.borrow_mut() = Some(scratch));
 }
 
@@ -561,19 +550,16 @@ impl<T: GemmFloat> Folded<T> {
                 found: x.len(),
             });
         }
-        let mut scratch = FOLD_SCRATCH
-            .with(|slot| slot.borrow_mut().take())
-            .and_then(|b| b.downcast::<FoldScratch<T>>().ok())
-            .filter(|s| s.gx.len() == k * d && s.g.len() == k * k + k)
-            .unwrap_or_else(|| {
-                Box::new(FoldScratch {
-                    blocks: [FoldBlock::new(k, d), FoldBlock::new(k, d)],
-                    gx: vec![0.0; k * d],
-                    g: vec![0.0; k * k + k],
-                })
-            });
+        let mut scratch = take_scratch(
+            |s: &FoldScratch<T>| s.gx.len() == k * d && s.g.len() == k * k + k,
+            || FoldScratch {
+                blocks: [FoldBlock::new(k, d), FoldBlock::new(k, d)],
+                gx: vec![0.0; k * d],
+                g: vec![0.0; k * k + k],
+            },
+        );
         let result = self.run_blocks(partial, x, &mut scratch);
-        FOLD_SCRATCH.with(|slot| *slot.borrow_mut() = Some(scratch));
+        put_scratch(scratch);
         result
     }
 
@@ -589,19 +575,11 @@ impl<T: GemmFloat> Folded<T> {
             if k >= SPLIT_MIN_K && nb > half {
                 let (xa, xc) = xb.split_at(half * d);
                 let [a, c] = &mut s.blocks;
-                let (ra, rc) = rayon::join(
-                    || {
-                        crate::simd::fastest(
-                            #[inline(always)]
-                            || a.run(self, xa),
-                        )
-                    },
-                    || {
-                        crate::simd::fastest(
-                            #[inline(always)]
-                            || c.run(self, xc),
-                        )
-                    },
+                let (ra, rc) = crate::simd::join_fastest(
+                    #[inline(always)]
+                    || a.run(self, xa),
+                    #[inline(always)]
+                    || c.run(self, xc),
                 );
                 ra?;
                 rc?;
@@ -635,11 +613,6 @@ struct FoldScratch<T> {
     blocks: [FoldBlock<T>; 2],
     gx: Vec<f64>,
     g: Vec<f64>,
-}
-
-thread_local! {
-    /// As [`SCRATCH`], for [`Folded`].
-    static FOLD_SCRATCH: RefCell<Option<Box<dyn Any>>> = const { RefCell::new(None) };
 }
 
 /// One block of [`Folded`]: the centred rows, `Y` (then `g(Y)`), `G_X` and `b`.

@@ -301,19 +301,11 @@ impl<T: GemmFloat> Executor<T> for PoolExecutor<'_, T> {
                     let mid = start + (stop - start).div_ceil(2).next_multiple_of(256);
                     if split_transform && mid < stop {
                         let (za, zb) = zi.split_at_mut((mid - start) * k);
-                        let (a, b) = rayon::join(
-                            || {
-                                crate::simd::fastest(
-                                    #[inline(always)]
-                                    || whiten(start..mid, za),
-                                )
-                            },
-                            || {
-                                crate::simd::fastest(
-                                    #[inline(always)]
-                                    || whiten(mid..stop, zb),
-                                )
-                            },
+                        let (a, b) = crate::simd::join_fastest(
+                            #[inline(always)]
+                            || whiten(start..mid, za),
+                            #[inline(always)]
+                            || whiten(mid..stop, zb),
                         );
                         a?;
                         b?;
