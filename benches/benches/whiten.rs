@@ -1,9 +1,11 @@
 //! Moments and whitening fits, unmix against nalgebra (covariance by a dense X'X product, then
-//! `SymmetricEigen`) in the same run. Run: `cargo bench -p unmix-benches --bench whiten`.
+//! `SymmetricEigen`) in the same run; the eigen-decomposition also on the CLI's kernel (faer). Run: `cargo bench -p unmix-benches --bench whiten`.
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use harness::simd::CliKernel;
 use nalgebra::{DMatrix, SymmetricEigen};
 use std::hint::black_box;
+use unmix::ica::Kernel;
 use unmix::moments::MomentsBuf;
 use unmix::whiten::{self, WhitenOptions, WhitenerBuf};
 use unmix_benches::mixed_data;
@@ -55,6 +57,16 @@ fn eigen(c: &mut Criterion) {
             b.iter(|| {
                 let (mut v, mut values, mut work) = (a.clone(), vec![0.0; d], vec![0.0; d]);
                 unmix::linalg::symmetric_eigen(&mut v, d, &mut values, &mut work).unwrap();
+                values[0]
+            })
+        });
+        // The CLI's kernel: faer's divide and conquer from `EIGEN_MIN_K`, the core's below.
+        group.bench_with_input(BenchmarkId::new("cli_faer", d), &flat, |b, a| {
+            b.iter(|| {
+                let (mut v, mut values, mut work) = (a.clone(), vec![0.0; d], vec![0.0; d]);
+                CliKernel::Gemm
+                    .symmetric_eigen(&mut v, d, &mut values, &mut work)
+                    .unwrap();
                 values[0]
             })
         });
