@@ -370,7 +370,7 @@ impl<T: GemmFloat> Fast<T> {
         let k = self.k;
         let half = BLOCK_ROWS / 2;
         for (index, zb) in z.chunks(BLOCK_ROWS * k).enumerate() {
-            if let Some(pos) = zb.iter().position(|v| !v.is_finite()) {
+            if let Some(pos) = crate::simd::first_non_finite(zb) {
                 return Err(Error::NonFinite {
                     row: first + (index * BLOCK_ROWS + pos / k) as u64,
                     col: pos % k,
@@ -650,7 +650,7 @@ impl<T: GemmFloat> FoldBlock<T> {
             gemm(nb, d, k, xc, (d, 1), &f.wv, (1, d), y, k, false);
         }
         // What whitening these rows would have reported.
-        if y.iter().any(|v| !v.is_finite()) {
+        if crate::simd::first_non_finite(y).is_some() {
             return Err(Error::Overflow);
         }
         self.b.fill(T::ZERO);

@@ -164,7 +164,7 @@ impl<T: Float> Pass<T> for GemmMoments {
         ccom.fill(0.0);
         let mut n = head[0] as u64;
         for (i, chunk) in rows.chunks(CHUNK * d).enumerate() {
-            if let Some(pos) = chunk.iter().position(|v| !v.is_finite()) {
+            if let Some(pos) = crate::simd::first_non_finite(chunk) {
                 return Err(Error::NonFinite {
                     row: first + (i * CHUNK + pos / d) as u64,
                     col: pos % d,

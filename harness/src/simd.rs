@@ -43,6 +43,25 @@ pub fn join_fastest<A: Send, B: Send>(
     rayon::join(|| fastest(a), || fastest(b))
 }
 
+/// The index of the first NaN or infinity in `v`. Each group of 32 values is checked without a
+/// branch, so that the check vectorises, and only a group that fails is searched: a search that
+/// stops at every value ([`Iterator::position`]) runs one value a cycle (1.4 % of a fit at
+/// 2e4 x 256, on each block of the pass).
+#[inline(always)]
+pub fn first_non_finite<T: unmix::Float>(v: &[T]) -> Option<usize> {
+    const GROUP: usize = 32;
+    let mut groups = v.chunks_exact(GROUP);
+    let failed = |g: &[T]| !g.iter().fold(true, |ok, x| ok & x.is_finite());
+    for (i, g) in (&mut groups).enumerate() {
+        if failed(g) {
+            return g.iter().position(|x| !x.is_finite()).map(|p| i * GROUP + p);
+        }
+    }
+    let rest = groups.remainder();
+    let start = v.len() - rest.len();
+    rest.iter().position(|x| !x.is_finite()).map(|p| start + p)
+}
+
 /// Whether [`fastest`] takes the AVX2 path (AVX2 and FMA) in this process.
 pub fn uses_avx2() -> bool {
     static AVX2: OnceLock<bool> = OnceLock::new();
@@ -419,7 +438,7 @@ pub fn centred_product<T: GemmFloat>(
         .enumerate()
     {
         let nb = xb.len() / in_w;
-        if let Some(pos) = xb.iter().position(|v| !v.is_finite()) {
+        if let Some(pos) = first_non_finite(xb) {
             return Err(unmix::Error::NonFinite {
                 row: (b * TRANSFORM_BLOCK_ROWS + pos / in_w) as u64,
                 col: pos % in_w,
@@ -444,7 +463,7 @@ pub fn centred_product<T: GemmFloat>(
             out_w,
             false,
         );
-        if ob.iter().any(|v| !v.is_finite()) {
+        if first_non_finite(ob).is_some() {
             return Err(unmix::Error::Overflow);
         }
     }
@@ -459,6 +478,38 @@ const _: () = assert!(crate::fastica::MAP_ROWS % TRANSFORM_BLOCK_ROWS == 0);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The grouped search finds what `position` finds: every non-finite kind, in a group, at
+    /// a group's edges and in the remainder, with earlier ones masking later ones, in f32 and
+    /// f64; and `None` on finite values, the extremes included.
+    #[test]
+    fn first_non_finite_is_position() {
+        fn check<T: unmix::Float + std::fmt::Debug>(bad: [T; 3], big: T) {
+            for len in [0, 1, 31, 32, 33, 64, 100, 1000] {
+                let clean: Vec<T> = (0..len)
+                    .map(|i| if i % 7 == 0 { big } else { T::ZERO })
+                    .collect();
+                assert_eq!(first_non_finite(&clean), None, "len {len}");
+                for at in [0, 1, 30, 31, 32, 33, 63, 64, 65, 98, 99, 500, 999] {
+                    if at >= len {
+                        continue;
+                    }
+                    for b in bad {
+                        let mut v = clean.clone();
+                        v[at] = b;
+                        let want = v.iter().position(|x| !x.is_finite());
+                        assert_eq!(first_non_finite(&v), want, "len {len} at {at} {b:?}");
+                        if at + 5 < len {
+                            v[at + 5] = bad[0];
+                            assert_eq!(first_non_finite(&v), Some(at));
+                        }
+                    }
+                }
+            }
+        }
+        check([f64::NAN, f64::INFINITY, f64::NEG_INFINITY], f64::MAX);
+        check([f32::NAN, f32::INFINITY, f32::NEG_INFINITY], -f32::MAX);
+    }
 
     /// The GEMM's decorrelation products against the core's (which `UNMIX_SIMD=portable` runs):
     /// `W W'` exactly symmetric and, like `P = V' S V` and `P W`, within 1e-13 of the largest
