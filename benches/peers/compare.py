@@ -150,8 +150,9 @@ def embedding(repeat=3):
 
 def whitening(repeat=5):
     """`unmix whiten` (the whole process: load, moments, eigh, transform, self-check, write)
-    against numpy's in-process centre + covariance + eigh + transform, and numpy with the same
-    load and save as the process, at the embedding sizes (K = D), 1 and 2 threads. The median of
+    against numpy's in-process centre + covariance + eigh + transform, numpy with the same
+    load and save as the process, and numpy writing as durably as the process does (a
+    temporary file, fsync, rename), at the embedding sizes (K = D), 1 and 2 threads. The median of
     `repeat` runs of each, interleaved, so that a change of load hits both sides. With
     UNMIX_BASE_EXE=path/to/unmix another build (e.g. main's) is timed in the same rounds, in a
     last column."""
@@ -161,8 +162,9 @@ def whitening(repeat=5):
     if os.environ.get("UNMIX_WHITEN_SIZES"):  # e.g. "20000x256,100000x64"
         sizes = [tuple(int(v) for v in s.split("x")) for s in os.environ["UNMIX_WHITEN_SIZES"].split(",")]
     base = os.environ.get("UNMIX_BASE_EXE")
-    print(f"{'N x D':>12} thr | numpy in-process | numpy load+save | unmix process "
-          f"| unmix / numpy in-process" + (" | base build process" if base else ""))
+    print(f"{'N x D':>12} thr | numpy in-process | numpy load+save | numpy load+save+fsync "
+          f"| unmix process | unmix / numpy in-process | unmix / numpy durable"
+          + (" | base build process" if base else ""))
     for n, d in sizes:
         x = rng.laplace(size=(n, d)) @ rng.standard_normal((d, d)).T
         xp, zp = DATA / f"white_{n}_{d}.npy", DATA / "white_z.npy"
@@ -173,20 +175,32 @@ def whitening(repeat=5):
             vals, vecs = np.linalg.eigh(xc.T @ xc / n)
             return xc @ (vecs[:, ::-1] / np.sqrt(vals[::-1]))
 
+        def numpy_durable():
+            """What the process does with its output: a temporary file beside the target,
+            fsync, rename over the target."""
+            z = numpy_whiten(np.load(xp))
+            tmp = zp.with_name(".white_z.npy.tmp")
+            with open(tmp, "wb") as f:
+                np.save(f, z)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, zp)
+
         for threads in (1, 2):
-            t_np, t_io, t_u, t_b = [], [], [], []
+            t_np, t_io, t_sync, t_u, t_b = [], [], [], [], []
             args = ["whiten", "--input", str(xp), "--output", str(zp)]
             with threadpool_limits(limits=threads):
                 for _ in range(repeat):
                     t_np.append(timeit.timeit(lambda: numpy_whiten(x), number=1))
                     t_io.append(timeit.timeit(lambda: np.save(zp, numpy_whiten(np.load(xp))), number=1))
+                    t_sync.append(timeit.timeit(numpy_durable, number=1))
                     t_u.append(unmix_process(args, threads))
                     if base:
                         t_b.append(unmix_process(args, threads, exe=base))
-            a, b, c = (sorted(t)[len(t) // 2] for t in (t_np, t_io, t_u))
+            a, b, f, c = (sorted(t)[len(t) // 2] for t in (t_np, t_io, t_sync, t_u))
             last = f" | {sorted(t_b)[len(t_b) // 2]:11.3f} s" if base else ""
-            print(f"{n:>6} x {d:>3} {threads:>3} | {a:14.3f} s | {b:13.3f} s | {c:11.3f} s | {c / a:5.2f}"
-                  + last)
+            print(f"{n:>6} x {d:>3} {threads:>3} | {a:14.3f} s | {b:13.3f} s | {f:19.3f} s "
+                  f"| {c:11.3f} s | {c / a:5.2f} | {c / f:5.2f}" + last)
 
 
 if __name__ == "__main__":
