@@ -343,13 +343,12 @@ impl<T: GemmFloat> Fast<T> {
         // No closure around the blocks: a closure not inlined would be compiled outside the
         // caller's AVX2 instance.
         let mut scratch = take_scratch(
-            |s: &Scratch<T>| s.sums.len() == k * k + k,
+            |s: &Scratch<T>| s.blocks[0].b.len() == k,
             || Scratch {
                 blocks: [Block::new(k), Block::new(k)],
-                sums: vec![0.0; k * k + k],
             },
         );
-        let result = self.run_blocks(partial, first, z, &mut scratch.blocks, &mut scratch.sums);
+        let result = self.run_blocks(partial, first, z, &mut scratch.blocks);
         put_scratch(scratch);
         result
     }
@@ -365,7 +364,6 @@ impl<T: GemmFloat> Fast<T> {
         first: u64,
         z: &[T],
         blocks: &mut [Block<T>; 2],
-        sums: &mut [f64],
     ) -> Result<()> {
         let k = self.k;
         let half = BLOCK_ROWS / 2;
@@ -387,21 +385,20 @@ impl<T: GemmFloat> Fast<T> {
                     #[inline(always)]
                     || c.run(self, zc),
                 );
-                a.add_to(partial, sums, half)?;
-                c.add_to(partial, sums, nb - half)?;
+                a.add_to(partial, half)?;
+                c.add_to(partial, nb - half)?;
             } else {
                 blocks[0].run(self, zb);
-                blocks[0].add_to(partial, sums, nb)?;
+                blocks[0].add_to(partial, nb)?;
             }
         }
         Ok(())
     }
 }
 
-/// A thread's buffers for [`Fast::run_blocks`]: two blocks (a block's halves) and the f64 sums.
+/// A thread's buffers for [`Fast::run_blocks`]: two blocks (a block's halves).
 struct Scratch<T> {
     blocks: [Block<T>; 2],
-    sums: Vec<f64>,
 }
 
 thread_local! {
@@ -462,16 +459,9 @@ impl<T: GemmFloat> Block<T> {
         }
     }
 
-    /// Adds this block's `G` and `b` (of `rows` rows) to `partial`, in f64 through `sums`.
-    fn add_to(&self, partial: &mut [f64], sums: &mut [f64], rows: usize) -> Result<()> {
-        let (g, b) = sums.split_at_mut(self.g.len());
-        for (s, v) in g.iter_mut().zip(&self.g) {
-            *s = v.to_f64();
-        }
-        for (s, v) in b.iter_mut().zip(&self.b) {
-            *s = v.to_f64();
-        }
-        add_parallel_sums(partial, self.b.len(), rows as u64, sums)
+    /// Adds this block's `G` and `b` (of `rows` rows) to `partial`, in f64.
+    fn add_to(&self, partial: &mut [f64], rows: usize) -> Result<()> {
+        add_parallel_sums(partial, self.b.len(), rows as u64, &self.g, &self.b)
     }
 }
 
@@ -603,7 +593,8 @@ impl<T: GemmFloat> Folded<T> {
             k,
             false,
         );
-        add_parallel_sums(partial, k, (x.len() / d) as u64, g)
+        let (g, b) = g.split_at(k * k);
+        add_parallel_sums(partial, k, (x.len() / d) as u64, g, b)
     }
 }
 

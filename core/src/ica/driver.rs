@@ -402,17 +402,28 @@ impl<'a, C: Contrast, K: Kernel> ParallelPass<'a, C, K> {
 }
 
 /// Adds to a [`ParallelPass`]'s `partial` the sums of `rows` further rows that an executor
-/// computed by its own arithmetic: `sums` is `G = sum g(W z) z'` (`k x k`, row-major) then
-/// `b = sum g'(W z)` (`k`), as [`ParallelPass::finish`] returns them. The CLI does this for `f32`
-/// data, whose products it runs in `f32` within blocks; the partial then carries that
+/// computed by its own arithmetic: `g` is `G = sum g(W z) z'` (`k x k`, row-major) and `b` is
+/// `b = sum g'(W z)` (`k`), as [`ParallelPass::finish`] returns them, in either float type,
+/// each value widened to [`Sum`] as it is added (no copy). The CLI does this for the blocks of
+/// its pass, whose products run in the data's type; the partial then carries that
 /// arithmetic's bits, and merges and finishes like any other.
-pub fn add_parallel_sums(partial: &mut [Sum], k: usize, rows: u64, sums: &[Sum]) -> Result<()> {
-    let len = k * k + k;
-    let sums = crate::error::prefix(sums, len)?;
+#[inline]
+pub fn add_parallel_sums<S: Float>(
+    partial: &mut [Sum],
+    k: usize,
+    rows: u64,
+    g: &[S],
+    b: &[S],
+) -> Result<()> {
+    let (g, b) = (crate::error::prefix(g, k * k)?, crate::error::prefix(b, k)?);
     let (n, rest) = split_rows(partial)?;
     // The partial's `Sums` total: `finish` adds it to the in-chunk sums, which stay untouched.
-    for (t, s) in prefix_mut(rest, len)?.iter_mut().zip(sums) {
-        *t += *s;
+    let (total_g, total_b) = prefix_mut(rest, k * k + k)?.split_at_mut(k * k);
+    for (t, s) in total_g.iter_mut().zip(g) {
+        *t += s.to_sum();
+    }
+    for (t, s) in total_b.iter_mut().zip(b) {
+        *t += s.to_sum();
     }
     store_rows(partial, n.checked_add(rows).ok_or(Error::Overflow)?)
 }
