@@ -492,40 +492,47 @@ pub fn fit_then<T: GemmFloat + serde::Serialize, R>(
         e => anyhow::Error::new(e),
     };
     let mut on_iteration = |it, change| (job.progress)(it, change);
-    let info = if opts.whiten == WhitenMode::None {
-        let mut ws = vec![0.0; ica::fit_workspace_len_with(d, k, kernel)];
-        model.fit_with(
-            &mut exec,
-            kernel,
-            opts,
-            job.init,
-            &mut staging,
-            &mut ws,
-            &mut on_iteration,
-        )
-    } else {
-        // The moments on the CLI's GEMM (the core's pass with UNMIX_SIMD=portable or few
-        // features), then the core's fit from the whitener: the same computation as `fit_with`.
-        let m = crate::pipeline::moments(x, &pool)?;
-        let mut wstorage = vec![T::ZERO; whiten::storage_len(d, k)];
-        let mut wws = vec![0.0; whiten::workspace_len(d, k)];
-        let mut whitener = WhitenerBuf::new(d, k, &mut wstorage)?;
-        whitener
-            .fit(m.view(), &opts.pca_options(), &mut wws)
-            .map_err(explain)?;
-        let mut ws = vec![0.0; ica::white_fit_workspace_len_with(k, kernel)];
-        model.fit_white_with(
-            &whitener.view(),
-            &mut exec,
-            kernel,
-            opts,
-            job.init,
-            &mut staging,
-            &mut ws,
-            &mut on_iteration,
-        )
-    }
-    .map_err(explain)?;
+    // The whole fit inside the pool, so that the update between passes (its products split in
+    // halves: `simd::gemm_halves`) runs on the pool's threads, never more than `--threads`.
+    let info = pool.install(|| -> Result<IcaInfo> {
+        Ok(if opts.whiten == WhitenMode::None {
+            let mut ws = vec![0.0; ica::fit_workspace_len_with(d, k, kernel)];
+            model
+                .fit_with(
+                    &mut exec,
+                    kernel,
+                    opts,
+                    job.init,
+                    &mut staging,
+                    &mut ws,
+                    &mut on_iteration,
+                )
+                .map_err(explain)?
+        } else {
+            // The moments on the CLI's GEMM (the core's pass with UNMIX_SIMD=portable or few
+            // features), then the core's fit from the whitener: the same computation as `fit_with`.
+            let m = crate::pipeline::moments(x, &pool)?;
+            let mut wstorage = vec![T::ZERO; whiten::storage_len(d, k)];
+            let mut wws = vec![0.0; whiten::workspace_len(d, k)];
+            let mut whitener = WhitenerBuf::new(d, k, &mut wstorage)?;
+            whitener
+                .fit(m.view(), &opts.pca_options(), &mut wws)
+                .map_err(explain)?;
+            let mut ws = vec![0.0; ica::white_fit_workspace_len_with(k, kernel)];
+            model
+                .fit_white_with(
+                    &whitener.view(),
+                    &mut exec,
+                    kernel,
+                    opts,
+                    job.init,
+                    &mut staging,
+                    &mut ws,
+                    &mut on_iteration,
+                )
+                .map_err(explain)?
+        })
+    })?;
     drop(exec);
     let view = model.view();
     let effective_rank = view.whitener().info().effective_rank;

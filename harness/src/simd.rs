@@ -190,7 +190,7 @@ impl Kernel for CliKernel {
         }
         // W W' = W (W')': B = W' read from W's rows.
         let m = &mut m[..k * k];
-        gemm(k, k, k, w, (k, 1), w, (1, k), m, k, false);
+        gemm_halves(k, k, k, w, (k, 1), w, (1, k), m, k);
         // Exactly symmetric, as the eigen-decomposition assumes.
         for i in 0..k {
             for j in i + 1..k {
@@ -217,8 +217,8 @@ impl Kernel for CliKernel {
                 *o = *x * *sl;
             }
         }
-        gemm(k, k, k, v, (1, k), out, (k, 1), p, k, false);
-        gemm(k, k, k, p, (k, 1), w, (k, 1), out, k, false);
+        gemm_halves(k, k, k, v, (1, k), out, (k, 1), p, k);
+        gemm_halves(k, k, k, p, (k, 1), w, (k, 1), out, k);
     }
     fn symmetric_eigen(
         &self,
@@ -366,6 +366,35 @@ pub fn gemm<T: GemmFloat>(
             ::gemm::Parallelism::None,
         );
     }
+}
+
+/// `c = a b` ([`gemm`]) for the update's `k^3` products, from [`SPLIT_MIN_K`] output rows as
+/// two GEMMs over halves of them under [`rayon::join`]: the update runs between passes with
+/// the fit's pool otherwise idle (`fastica::fit_then` runs the fit inside the pool), so a
+/// second thread takes one half. The split depends on `m` only, so the bits do not depend on
+/// the thread count.
+#[allow(clippy::too_many_arguments)]
+fn gemm_halves(
+    m: usize,
+    kk: usize,
+    n: usize,
+    a: &[f64],
+    (rsa, csa): (usize, usize),
+    b: &[f64],
+    (rsb, csb): (usize, usize),
+    c: &mut [f64],
+    rsc: usize,
+) {
+    if m < SPLIT_MIN_K {
+        return gemm(m, kk, n, a, (rsa, csa), b, (rsb, csb), c, rsc, false);
+    }
+    let h = split_rows(m);
+    let (c0, c1) = c.split_at_mut(h * rsc);
+    let a1 = &a[h * rsa..];
+    rayon::join(
+        || gemm(h, kk, n, a, (rsa, csa), b, (rsb, csb), c0, rsc, false),
+        || gemm(m - h, kk, n, a1, (rsa, csa), b, (rsb, csb), c1, rsc, false),
+    );
 }
 
 /// From this many components the CLI's pass products are two GEMMs, one per half of the output
