@@ -129,17 +129,20 @@ pub fn kept_representations<T: GemmFloat + serde::Serialize>(
     let mut ica_ws = vec![0.0; ica::white_fit_workspace_len_with(k, kernel)];
     let bar = progress_bar(opts.ica.max_iter, "report: FastICA iterations");
     let mut exec = PoolExecutor::new(&x.data, d, &pool);
-    let info = ica
-        .fit_white_with(
-            &pca.view(),
-            &mut exec,
-            kernel,
-            &opts,
-            WInit::Seed(seed),
-            &mut staging,
-            &mut ica_ws,
-            &mut |iteration, _| bar.set_position(iteration as u64),
-        )
+    // Inside the pool, so that the update's products (`simd::gemm_halves`) use its threads.
+    let info = pool
+        .install(|| {
+            ica.fit_white_with(
+                &pca.view(),
+                &mut exec,
+                kernel,
+                &opts,
+                WInit::Seed(seed),
+                &mut staging,
+                &mut ica_ws,
+                &mut |iteration, _| bar.set_position(iteration as u64),
+            )
+        })
         .map_err(anyhow::Error::new)
         .context("FastICA failed")?;
     drop(exec); // its whitened copy of every row

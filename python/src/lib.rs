@@ -187,7 +187,8 @@ fn fastica_fit<'py>(
                         white: None,
                         pool: &pool,
                     };
-                    fit_with(&mut exec, d, k, &opts, w)
+                    // Inside the pool, so that the update's products use its threads.
+                    pool.install(|| fit_with(&mut exec, d, k, &opts, w))
                 })
                 .map_err(fit_error)?;
             fit_result(py, r)
