@@ -226,7 +226,8 @@ fn gemm_and_portable_kernels_agree_to_1e_12() {
 }
 
 /// The GEMM paths (moments from 16 features, transforms from 8 outputs, pass products from 16,
-/// the pass products split in halves from 64) give the same bytes on 1, 2 and 3 threads:
+/// the pass products and the update's products split in halves from 64) give the same bytes
+/// on 1, 2 and 3 threads:
 /// `whiten` and `fit` on 9000 rows (3 chunks) of 64 features; and so does the fit with the
 /// whitening folded into its passes (`UNMIX_FOLD=always`, which `unmix` chooses by itself
 /// for inputs too large for a test).
