@@ -493,7 +493,7 @@ pub fn fit_then<T: GemmFloat + serde::Serialize, R>(
     };
     let mut on_iteration = |it, change| (job.progress)(it, change);
     // The whole fit inside the pool, so that the update between passes (its products split in
-    // halves: `simd::gemm_halves`) runs on the pool's threads, never more than `--threads`.
+    // halves: `simd::gemm_halves`) runs on the pool's threads (outside it, on this one alone).
     let info = pool.install(|| -> Result<IcaInfo> {
         Ok(if opts.whiten == WhitenMode::None {
             let mut ws = vec![0.0; ica::fit_workspace_len_with(d, k, kernel)];

@@ -28,8 +28,23 @@ pub fn fastest<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 
-/// `a` and `b` under [`rayon::join`] (so that an idle thread of the pool can take one: the two
-/// halves of a block), each run by [`fastest`].
+/// `a` and `b` under [`rayon::join`] when this is a thread of a rayon pool (so that an idle
+/// thread of that pool can take one), else one after the other here: called outside a pool,
+/// `rayon::join` would hand the work to rayon's global pool, as many threads as cores whatever
+/// `--threads` asked. The halves are the same computations either way, so are the bits.
+#[inline(always)]
+pub fn join_in_pool<A: Send, B: Send>(
+    a: impl FnOnce() -> A + Send,
+    b: impl FnOnce() -> B + Send,
+) -> (A, B) {
+    if rayon::current_thread_index().is_some() {
+        rayon::join(a, b)
+    } else {
+        (a(), b())
+    }
+}
+
+/// `a` and `b` under [`join_in_pool`] (the two halves of a block), each run by [`fastest`].
 ///
 /// Pass `#[inline(always)]` closures: each side of a join is its own function, outside the
 /// caller's AVX2 instance, and a closure not inlined into [`fastest`]'s runs the contrast on the
@@ -40,7 +55,7 @@ pub fn join_fastest<A: Send, B: Send>(
     a: impl FnOnce() -> A + Send,
     b: impl FnOnce() -> B + Send,
 ) -> (A, B) {
-    rayon::join(|| fastest(a), || fastest(b))
+    join_in_pool(|| fastest(a), || fastest(b))
 }
 
 /// The index of the first NaN or infinity in `v`. Each group of 32 values is checked without a
@@ -161,7 +176,7 @@ impl Kernel for CliKernel {
         let h = split_rows(k);
         let (y0, y1) = y.split_at_mut(h * stride);
         let (w0, w1) = w.split_at(h * k);
-        rayon::join(
+        join_in_pool(
             || unmix_rows(w0, h, k, z, y0, stride, n),
             || unmix_rows(w1, k - h, k, z, y1, stride, n),
         );
@@ -179,7 +194,7 @@ impl Kernel for CliKernel {
         let h = split_rows(k);
         let (o0, o1) = out.split_at_mut(h * k);
         let (g0, g1) = g.split_at(h * stride);
-        rayon::join(
+        join_in_pool(
             || gram_rows(g0, h, z, k, stride, n, o0),
             || gram_rows(g1, k - h, z, k, stride, n, o1),
         );
@@ -369,9 +384,9 @@ pub fn gemm<T: GemmFloat>(
 }
 
 /// `c = a b` ([`gemm`]) for the update's `k^3` products, from [`SPLIT_MIN_K`] output rows as
-/// two GEMMs over halves of them under [`rayon::join`]: the update runs between passes with
+/// two GEMMs over halves of them under [`join_in_pool`]: the update runs between passes with
 /// the fit's pool otherwise idle (`fastica::fit_then` runs the fit inside the pool), so a
-/// second thread takes one half. The split depends on `m` only, so the bits do not depend on
+/// second thread takes one half; outside a pool both halves run on the caller's thread. The split depends on `m` only, so the bits do not depend on
 /// the thread count.
 #[allow(clippy::too_many_arguments)]
 fn gemm_halves(
@@ -391,7 +406,7 @@ fn gemm_halves(
     let h = split_rows(m);
     let (c0, c1) = c.split_at_mut(h * rsc);
     let a1 = &a[h * rsa..];
-    rayon::join(
+    join_in_pool(
         || gemm(h, kk, n, a, (rsa, csa), b, (rsb, csb), c0, rsc, false),
         || gemm(m - h, kk, n, a1, (rsa, csa), b, (rsb, csb), c1, rsc, false),
     );
