@@ -102,18 +102,17 @@ fn whiten_to<T: GemmFloat + NpyFloat + serde::Serialize>(
     job: &WhitenJob,
     outputs: &mut Outputs,
 ) -> Result<(crate::model::WhitenerModel, f64)> {
-    whiten_then(x, job, |view, pool| {
-        let mut err = 0.0;
+    let (model, check, ()) = whiten_then(x, job, |view, pool| {
         outputs.write("--output", |w| {
             let file = *w.get_ref();
             let mut out = NpyRows::begin(w, x.rows, view.n_components())?;
-            err = whiten_blocks(view, x, pool, job.options.ddof, |z| {
+            whiten_blocks(view, x, pool, |z| {
                 out.push(z)?;
                 crate::output::start_writeback(file);
                 Ok(())
             })?;
             out.finish()
-        })?;
-        Ok(err)
-    })
+        })
+    })?;
+    Ok((model, check))
 }
