@@ -146,7 +146,7 @@ pub fn whiten<T: GemmFloat + serde::Serialize>(
             z.extend_from_slice(b);
             Ok(())
         })?;
-        Ok(Matrix::new(x.rows, k, z)?)
+        Matrix::new(x.rows, k, z)
     })?;
     Ok(Whitened {
         z,
