@@ -13,7 +13,7 @@ pub fn read_vector(path: &Path) -> Result<Vec<f64>> {
     if m.cols != 1 {
         bail!("{}: expected one column, found {}", path.display(), m.cols);
     }
-    Ok(m.data)
+    Ok(m.data.into_vec())
 }
 
 /// Reads binary labels: exactly two distinct integer values; the greater is the positive class

@@ -62,7 +62,11 @@ fn read_json(path: &Path) -> serde_json::Value {
 }
 
 fn read_array(path: &Path) -> Vec<f64> {
-    harness::io::read_npy(path).unwrap().to_f64().data
+    harness::io::read_npy(path)
+        .unwrap()
+        .to_f64()
+        .data
+        .into_vec()
 }
 
 /// A run's label, whether it is portable, and its environment.

@@ -200,7 +200,7 @@ fn read_w_init(path: &std::path::Path, k: usize) -> Result<Vec<f64>> {
     if max == 0.0 {
         bail!("{name}: --w-init is all zeros");
     }
-    let mut w = m.data;
+    let mut w = m.data.into_vec();
     if !(2f64.powi(-100)..=2f64.powi(100)).contains(&max) {
         // In two halves: 2^1030 itself would overflow for subnormal entries.
         let e = -(max.log2().floor() as i32);

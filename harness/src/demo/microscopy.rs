@@ -108,7 +108,7 @@ impl NearIsometry {
         Matrix {
             rows: s.rows,
             cols: d,
-            data: out,
+            data: out.into(),
         }
     }
 }
@@ -152,7 +152,7 @@ pub fn factors(n: usize, seed: u64) -> (Matrix<f64>, Vec<i64>, Vec<i64>) {
     let m = Matrix {
         rows: n,
         cols: N_FACTORS,
-        data: s,
+        data: s.into(),
     };
     (m, label, batch)
 }
