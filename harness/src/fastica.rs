@@ -545,9 +545,8 @@ pub fn fit_then<T: GemmFloat + serde::Serialize, R>(
 }
 
 /// Rows per block of a streamed output `k` wide (`elem` bytes a value) on `threads` threads:
-/// whole [`CHUNK`]s (the whitening's self-check runs its moments pass on them), one per thread
-/// while a block stays within 32 MB (2 chunks at 256 f64 columns, so that two threads share the self-check's
-/// moments there), at least one.
+/// whole [`CHUNK`]s (whole pieces of [`map_rows`]), one per thread while a block stays within
+/// 32 MB (2 chunks at 256 f64 columns), at least one.
 pub fn output_block_rows(k: usize, elem: usize, threads: usize) -> usize {
     let chunk_bytes = (CHUNK * k * elem).max(1);
     CHUNK * threads.clamp(1, (32_000_000 / chunk_bytes).max(1))

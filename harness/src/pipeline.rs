@@ -130,7 +130,7 @@ pub struct Whitened<T> {
     pub z: Matrix<T>,
     /// The model, as written to `--model`.
     pub model: crate::model::WhitenerModel,
-    /// Largest |cov(Z) - I| over the entries, at the fitted ddof (a self-check).
+    /// The self-check: the largest |W C W' - I| over the entries ([`covariance_error`]).
     pub max_cov_error: f64,
 }
 
