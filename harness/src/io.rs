@@ -36,7 +36,7 @@ pub struct Matrix<T> {
 pub enum Values<T> {
     /// Values in a vector.
     Owned(Vec<T>),
-    /// `len` values at byte `offset` of a private map of a file, aligned for `T`.
+    /// `len` values at byte `offset` of a read-only map of a file, aligned for `T`.
     Mapped(Mapped<T>),
 }
 
@@ -923,6 +923,24 @@ mod tests {
         back.data[0] = -1.0;
         assert!(matches!(back.data, Values::Owned(_)) && back.data[1..] == x[1..]);
         assert_eq!(std::fs::read(&path).unwrap(), bytes, "the file changed");
+        // Version 2 headers (a 4-byte length): mapped when the data start aligned for f64,
+        // read when they do not; the same values either way.
+        let text_end = 10 + usize::from(u16::from_le_bytes([bytes[8], bytes[9]]));
+        let text = std::str::from_utf8(&bytes[10..text_end])
+            .unwrap()
+            .trim_end();
+        for (name, data_at, maps) in [("v2.npy", 128, true), ("v2_unaligned.npy", 132, false)] {
+            let padded = format!("{text:<width$}\n", width = data_at - 12 - 1);
+            let mut v2 = b"\x93NUMPY\x02\x00".to_vec();
+            v2.extend_from_slice(&(padded.len() as u32).to_le_bytes());
+            v2.extend_from_slice(padded.as_bytes());
+            v2.extend_from_slice(&bytes[text_end..]);
+            let path = dir.path().join(name);
+            std::fs::write(&path, &v2).unwrap();
+            let back = read_npy(&path).unwrap();
+            assert_eq!(mapped(&back), maps, "{name}");
+            assert_eq!(back, Table::F64(m.clone()), "{name}");
+        }
         // Fortran order: read and transposed, not mapped.
         let mut bytes = Vec::new();
         let mut out = npyz::WriteOptions::new()
