@@ -6,7 +6,7 @@ use crate::moments::GemmMoments;
 use crate::simd::{GEMM_MIN_K, GemmFloat, centred_product};
 use anyhow::Result;
 use unmix::Float;
-use unmix::ica::{CHUNK, MomentsPass};
+use unmix::ica::MomentsPass;
 use unmix::whiten::{self, WhitenOptions, WhitenerBuf, WhitenerView};
 
 /// Owned moments of a table, built by [`moments`].
@@ -24,68 +24,25 @@ pub fn moments<T: Float + Send + Sync>(
     x: &Matrix<T>,
     pool: &rayon::ThreadPool,
 ) -> Result<OwnedMoments> {
-    let mut acc = MomentsAcc::new(x.cols)?;
-    acc.add(pool, &x.data)?;
-    acc.finish()
+    let (d, threads) = (x.cols, pool.current_num_threads());
+    if uses_gemm(d) {
+        let pass = GemmMoments::new(d)?;
+        let mut total = vec![0.0; GemmMoments::partial_len_for(d)];
+        run_pass(pool, threads, &x.data, d, &pass, &mut total)?;
+        return Ok(owned(pass.view(&total)?));
+    }
+    let pass = MomentsPass::new(d)?;
+    let mut total = vec![0.0; MomentsPass::partial_len_for(d)];
+    run_pass(pool, threads, &x.data, d, &pass, &mut total)?;
+    Ok(owned(pass.view(&total)?))
 }
 
-/// The moments of rows that come a block at a time ([`add`](Self::add)), with the bits of
-/// [`moments`] on all the rows at once when every block but the last holds whole [`CHUNK`]s.
-pub struct MomentsAcc {
-    d: usize,
-    gemm: Option<GemmMoments>,
-    core: MomentsPass,
-    total: Vec<f64>,
-    rows: usize,
-}
-
-impl MomentsAcc {
-    /// Moments of `d` features.
-    pub fn new(d: usize) -> Result<Self> {
-        let gemm = if uses_gemm(d) {
-            Some(GemmMoments::new(d)?)
-        } else {
-            None
-        };
-        let len = match gemm {
-            Some(_) => GemmMoments::partial_len_for(d),
-            None => MomentsPass::partial_len_for(d),
-        };
-        Ok(Self {
-            d,
-            gemm,
-            core: MomentsPass::new(d)?,
-            total: vec![0.0; len],
-            rows: 0,
-        })
-    }
-    /// Adds the next rows; the rows added before must be whole chunks.
-    pub fn add<T: Float + Send + Sync>(&mut self, pool: &rayon::ThreadPool, x: &[T]) -> Result<()> {
-        anyhow::ensure!(
-            self.rows % CHUNK == 0,
-            "internal: moments after {} rows, not whole chunks",
-            self.rows
-        );
-        let threads = pool.current_num_threads();
-        let result = match &self.gemm {
-            Some(pass) => run_pass(pool, threads, x, self.d, pass, &mut self.total),
-            None => run_pass(pool, threads, x, self.d, &self.core, &mut self.total),
-        };
-        result.map_err(|e| renumber(e, self.rows as u64))?;
-        self.rows += x.len() / self.d;
-        Ok(())
-    }
-    /// The moments of every row added.
-    pub fn finish(self) -> Result<OwnedMoments> {
-        let view = match &self.gemm {
-            Some(pass) => pass.view(&self.total)?,
-            None => self.core.view(&self.total)?,
-        };
-        Ok(OwnedMoments {
-            n: view.n_samples(),
-            mean: view.mean().to_vec(),
-            comoment: view.comoment_upper().to_vec(),
-        })
+/// A copy of the moments in `view`.
+fn owned(view: unmix::moments::MomentsRef<'_>) -> OwnedMoments {
+    OwnedMoments {
+        n: view.n_samples(),
+        mean: view.mean().to_vec(),
+        comoment: view.comoment_upper().to_vec(),
     }
 }
 
