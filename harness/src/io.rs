@@ -942,22 +942,8 @@ mod tests {
             assert_eq!(back, Table::F64(m.clone()), "{name}");
         }
         // Fortran order: read and transposed, not mapped.
-        let mut bytes = Vec::new();
-        let mut out = npyz::WriteOptions::new()
-            .default_dtype()
-            .order(Order::Fortran)
-            .shape(&[rows as u64, cols as u64])
-            .writer(&mut bytes)
-            .begin_nd()
-            .unwrap();
-        for c in 0..cols {
-            for r in 0..rows {
-                out.push(&x[r * cols + c]).unwrap();
-            }
-        }
-        out.finish().unwrap();
         let path = dir.path().join("fortran.npy");
-        std::fs::write(&path, &bytes).unwrap();
+        std::fs::write(&path, fortran_npy(&x, rows, cols)).unwrap();
         let back = read_npy(&path).unwrap();
         assert!(!mapped(&back));
         assert_eq!(back, Table::F64(m));
@@ -989,27 +975,33 @@ mod tests {
         assert!(out.finish().is_err(), "a row missing");
     }
 
+    /// The `.npy` bytes of the row-major `rows x cols` table `x` stored in Fortran order.
+    fn fortran_npy(x: &[f64], rows: usize, cols: usize) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        let mut out = npyz::WriteOptions::new()
+            .default_dtype()
+            .order(Order::Fortran)
+            .shape(&[rows as u64, cols as u64])
+            .writer(&mut bytes)
+            .begin_nd()
+            .unwrap();
+        // npyz takes the values in file order: columns one after the other.
+        for c in 0..cols {
+            for r in 0..rows {
+                out.push(&x[r * cols + c]).unwrap();
+            }
+        }
+        out.finish().unwrap();
+        bytes
+    }
+
     /// A Fortran-order file (transposed while read, at sizes around the read chunk) gives the
     /// row-major table numpy means.
     #[test]
     fn fortran_order_is_read_as_rows() {
         for (rows, cols) in [(3, 2), (IO_CHUNK / 8 + 3, 5), (1, 4), (4, 1)] {
             let x: Vec<f64> = (0..rows * cols).map(|i| i as f64 * 0.5).collect();
-            let mut bytes = Vec::new();
-            let mut out = npyz::WriteOptions::new()
-                .default_dtype()
-                .order(Order::Fortran)
-                .shape(&[rows as u64, cols as u64])
-                .writer(&mut bytes)
-                .begin_nd()
-                .unwrap();
-            // npyz takes the values in file order: columns one after the other.
-            for c in 0..cols {
-                for r in 0..rows {
-                    out.push(&x[r * cols + c]).unwrap();
-                }
-            }
-            out.finish().unwrap();
+            let bytes = fortran_npy(&x, rows, cols);
             let Table::F64(back) = read_npy_from(&bytes[..], "t").unwrap() else {
                 panic!("not f64")
             };
