@@ -200,3 +200,56 @@ pub fn whiten_blocks<T: GemmFloat>(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The self-check is `max |W C W' - I|`: the covariance of the whitened rows themselves
+    /// (within rounding) for the fitted whitener, and `1.01^2 - 1` when `W` is scaled by 1.01.
+    #[test]
+    fn the_self_check_measures_the_whitened_covariance() {
+        let (n, d) = (3000, 12);
+        let mut normals = unmix::random::Normals::new(3);
+        let s: Vec<f64> = (0..n * d).map(|_| normals.next_normal()).collect();
+        // Correlated features of different scales and offsets.
+        let x: Vec<f64> = (0..n * d)
+            .map(|i| {
+                let (r, c) = (i / d, i % d);
+                (1 + c) as f64 * s[i] + 0.5 * s[r * d + (c + 1) % d] + c as f64
+            })
+            .collect();
+        let x = Matrix::new(n, d, x).unwrap();
+        let job = WhitenJob {
+            n_components: None,
+            options: WhitenOptions::DEFAULT,
+            threads: 1,
+        };
+        let out = whiten(&x, &job).unwrap();
+        let z = &out.z.data;
+        let mut direct = 0.0f64;
+        for a in 0..d {
+            for b in 0..d {
+                let c: f64 = (0..n).map(|r| z[r * d + a] * z[r * d + b]).sum::<f64>() / n as f64;
+                direct = direct.max((c - if a == b { 1.0 } else { 0.0 }).abs());
+            }
+        }
+        assert!(out.max_cov_error < 1e-12, "{}", out.max_cov_error);
+        assert!(direct < 1e-12, "{direct}");
+
+        let m = moments(&x, &pool(1).unwrap()).unwrap();
+        let mut storage = vec![0.0; whiten::storage_len(d, d)];
+        let mut ws = vec![0.0; whiten::workspace_len(d, d)];
+        WhitenerBuf::new(d, d, &mut storage)
+            .unwrap()
+            .fit(m.view(), &WhitenOptions::DEFAULT, &mut ws)
+            .unwrap();
+        // The layout: the mean (d), then the whitening matrix (k x d).
+        for v in &mut storage[d..d + d * d] {
+            *v *= 1.01;
+        }
+        let view = WhitenerView::from_parts(d, d, &storage).unwrap();
+        let scaled = covariance_error(&view, m.view(), 0).unwrap();
+        assert!((scaled - (1.01f64.powi(2) - 1.0)).abs() < 1e-12, "{scaled}");
+    }
+}
