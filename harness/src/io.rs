@@ -284,7 +284,7 @@ fn read_npy_raw(path: &Path) -> Result<(Raw, String)> {
 /// From this many bytes a `.npy` file is mapped ([`Values::Mapped`]) rather than read.
 pub const MAP_MIN_BYTES: u64 = 1 << 20;
 
-/// The table in `file` as a private map of its pages, when it holds little-endian `float32` or
+/// The table in `file` as a read-only map of its pages, when it holds little-endian `float32` or
 /// `float64` values in row-major order that lie whole inside the file (the rows of a C-order
 /// array, or one row or column in either order). `None` leaves everything else (integers, other
 /// byte orders, Fortran order, a truncated or malformed file, a map the system refuses) to
