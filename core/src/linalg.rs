@@ -139,17 +139,44 @@ fn tridiagonalize(v: &mut [Sum], n: usize, d: &mut [Sum], e: &mut [Sum]) {
             h -= f * g;
             d[i - 1] = f - g;
             e[..i].fill(0.0);
-            for j in 0..i {
+            // Columns j and j + 1 together: two independent sums (`g0`, `g1`), so the additions'
+            // latency overlaps, each in the order of one column at a time, and every `e[k]`
+            // gets column j's term before column j + 1's, as one at a time: the same bits.
+            let mut j = 0;
+            while j + 1 < i {
+                let (f0, f1) = (d[j], d[j + 1]);
+                v[at(j, i)] = f0;
+                v[at(j + 1, i)] = f1;
+                let mut g0 = e[j] + v[at(j, j)] * f0;
+                // Column j's first term, which column j + 1's sum starts from.
+                let x = v[at(j + 1, j)];
+                g0 += x * d[j + 1];
+                e[j + 1] += x * f0;
+                let mut g1 = e[j + 1] + v[at(j + 1, j + 1)] * f1;
+                // Elements (k, j) and (k, j + 1), k in j+2..i: contiguous runs of the
+                // transposed storage.
+                let col0 = &v[at(j + 2, j)..at(i, j)];
+                let col1 = &v[at(j + 2, j + 1)..at(i, j + 1)];
+                for (((x0, x1), dk), ek) in col0
+                    .iter()
+                    .zip(col1)
+                    .zip(&d[j + 2..i])
+                    .zip(&mut e[j + 2..i])
+                {
+                    g0 += x0 * dk;
+                    *ek += x0 * f0;
+                    g1 += x1 * dk;
+                    *ek += x1 * f1;
+                }
+                e[j] = g0;
+                e[j + 1] = g1;
+                j += 2;
+            }
+            if j < i {
+                // The last column alone: no elements below its diagonal remain (k in j+1..i).
                 f = d[j];
                 v[at(j, i)] = f;
-                g = e[j] + v[at(j, j)] * f;
-                // Elements (k, j), k in j+1..i: a contiguous run of the transposed storage.
-                let col = &v[at(j + 1, j)..at(i, j)];
-                for ((x, dk), ek) in col.iter().zip(&d[j + 1..i]).zip(&mut e[j + 1..i]) {
-                    g += x * dk;
-                    *ek += x * f;
-                }
-                e[j] = g;
+                e[j] += v[at(j, j)] * f;
             }
             f = 0.0;
             for j in 0..i {
@@ -185,7 +212,29 @@ fn tridiagonalize(v: &mut [Sum], n: usize, d: &mut [Sum], e: &mut [Sum]) {
             for (dk, x) in d[..=i].iter_mut().zip(next.iter()) {
                 *dk = x / h;
             }
-            for col in cols.chunks_exact_mut(n) {
+            // Four columns at a time: four independent sums, each in the order of one, so the
+            // additions' latency overlaps and the bits are those of one column at a time.
+            let mut quads = cols.chunks_exact_mut(4 * n);
+            for quad in &mut quads {
+                let (c0, rest) = quad.split_at_mut(n);
+                let (c1, rest) = rest.split_at_mut(n);
+                let (c2, c3) = rest.split_at_mut(n);
+                let (c0, c1, c2, c3) = (&mut c0[..=i], &mut c1[..=i], &mut c2[..=i], &mut c3[..=i]);
+                let (mut g0, mut g1, mut g2, mut g3) = (0.0, 0.0, 0.0, 0.0);
+                for ((((x, y0), y1), y2), y3) in next.iter().zip(&*c0).zip(&*c1).zip(&*c2).zip(&*c3)
+                {
+                    g0 += x * y0;
+                    g1 += x * y1;
+                    g2 += x * y2;
+                    g3 += x * y3;
+                }
+                for (col, g) in [(c0, g0), (c1, g1), (c2, g2), (c3, g3)] {
+                    for (x, dk) in col.iter_mut().zip(&d[..=i]) {
+                        *x -= g * dk;
+                    }
+                }
+            }
+            for col in quads.into_remainder().chunks_exact_mut(n) {
                 let col = &mut col[..=i];
                 let mut g = 0.0;
                 for (x, y) in next.iter().zip(col.iter()) {
