@@ -302,15 +302,13 @@ fn map_npy(file: &File) -> Option<(Raw, String)> {
     };
     let mut rest: &[u8] = &map;
     let header = npyz::NpyHeader::from_reader(&mut rest).ok()?;
-    let (rows, cols) = match header.shape()[..] {
-        [n] => (usize::try_from(n).ok()?, 1),
-        [n, d] => (usize::try_from(n).ok()?, usize::try_from(d).ok()?),
-        _ => return None,
-    };
-    let npyz::DType::Plain(ts) = header.dtype() else {
-        return None;
-    };
-    let row_major = header.order() == Order::C || rows <= 1 || cols <= 1;
+    let layout = Layout::of(&header, "").ok()?;
+    let (rows, cols) = (
+        usize::try_from(layout.rows).ok()?,
+        usize::try_from(layout.cols).ok()?,
+    );
+    let ts = &layout.ts;
+    let row_major = layout.order == Order::C || rows <= 1 || cols <= 1;
     if map.len() - rest.len() != offset
         || ts.type_char() != TypeChar::Float
         || ts.endianness() != npyz::Endianness::Little
@@ -319,24 +317,64 @@ fn map_npy(file: &File) -> Option<(Raw, String)> {
     {
         return None;
     }
-    let len = rows.checked_mul(cols)?;
-    Some(match ts.size_field() {
-        4 => (
-            Raw::F32(
-                Matrix::from_values(rows, cols, Values::Mapped(Mapped::new(map, offset, len)?))
-                    .ok()?,
-            ),
-            "float32".to_string(),
-        ),
-        8 => (
-            Raw::F64(
-                Matrix::from_values(rows, cols, Values::Mapped(Mapped::new(map, offset, len)?))
-                    .ok()?,
-            ),
-            "float64".to_string(),
-        ),
+    fn mapped<T: NpyFloat>(
+        map: memmap2::Mmap,
+        offset: usize,
+        rows: usize,
+        cols: usize,
+    ) -> Option<Matrix<T>> {
+        let values = Mapped::new(map, offset, rows.checked_mul(cols)?)?;
+        Matrix::from_values(rows, cols, Values::Mapped(values)).ok()
+    }
+    let raw = match ts.size_field() {
+        4 => Raw::F32(mapped(map, offset, rows, cols)?),
+        8 => Raw::F64(mapped(map, offset, rows, cols)?),
         _ => return None,
-    })
+    };
+    Some((raw, layout.dtype))
+}
+
+/// What a `.npy` header says about its table: shape (a 1-D array is one column), order and
+/// element type, with the type's numpy name (`float64`, `int32`, ...). An error for what no
+/// reader here takes: other shapes, structured dtypes, complex numbers, strings.
+struct Layout {
+    rows: u64,
+    cols: u64,
+    order: Order,
+    ts: npyz::TypeStr,
+    dtype: String,
+}
+
+impl Layout {
+    /// The layout in `header`; `name` labels the errors.
+    fn of(header: &npyz::NpyHeader, name: &str) -> Result<Self> {
+        let shape = header.shape();
+        let (rows, cols) = match shape[..] {
+            [n] => (n, 1),
+            [n, d] => (n, d),
+            _ => bail!("{name}: expected a 1-D or 2-D array, found shape {shape:?}"),
+        };
+        let npyz::DType::Plain(ts) = header.dtype() else {
+            bail!("{name}: structured or array dtypes are not supported; expected a numeric array");
+        };
+        let size = ts.size_field();
+        let dtype = match ts.type_char() {
+            TypeChar::Float => format!("float{}", size * 8),
+            TypeChar::Int => format!("int{}", size * 8),
+            TypeChar::Uint => format!("uint{}", size * 8),
+            TypeChar::Bool => "bool".to_string(),
+            _ => {
+                bail!("{name}: unsupported dtype {ts}; expected float32, float64, integer or bool")
+            }
+        };
+        Ok(Self {
+            rows,
+            cols,
+            order: header.order(),
+            ts,
+            dtype,
+        })
+    }
 }
 
 /// Reads a `.npy` table from any reader; `name` labels error messages.
@@ -371,25 +409,14 @@ fn read_npy_inner(
     let mut reader = reader;
     let header = npyz::NpyHeader::from_reader(&mut reader)
         .with_context(|| format!("{name}: not a valid .npy file"))?;
-    let npy = &header;
-    let shape = npy.shape().to_vec();
-    let (rows, cols) = match shape[..] {
-        [n] => (n, 1),
-        [n, d] => (n, d),
-        _ => bail!("{name}: expected a 1-D or 2-D array, found shape {shape:?}"),
-    };
-    let order = npy.order();
-    let npyz::DType::Plain(ts) = npy.dtype() else {
-        bail!("{name}: structured or array dtypes are not supported; expected a numeric array");
-    };
+    let Layout {
+        rows,
+        cols,
+        order,
+        ts,
+        dtype,
+    } = Layout::of(&header, name)?;
     let size = ts.size_field();
-    let dtype = match ts.type_char() {
-        TypeChar::Float => format!("float{}", size * 8),
-        TypeChar::Int => format!("int{}", size * 8),
-        TypeChar::Uint => format!("uint{}", size * 8),
-        TypeChar::Bool => "bool".to_string(),
-        _ => bail!("{name}: unsupported dtype {ts}; expected float32, float64, integer or bool"),
-    };
     let bytes = rows
         .checked_mul(cols)
         .and_then(|v| v.checked_mul(size.max(1)));
