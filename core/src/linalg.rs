@@ -109,6 +109,29 @@ pub fn fix_sign(v: &mut [Sum]) {
 /// (which in `tred2` walks down a column) now walks along a contiguous row, and the
 /// transformation comes out already transposed for the QL sweep.
 fn tridiagonalize(v: &mut [Sum], n: usize, d: &mut [Sum], e: &mut [Sum]) {
+    tridiagonalize_with(v, n, d, e, reduce_side_by_side, accumulate_side_by_side);
+}
+
+/// `v[at(j, i)] = d[j]` and `e[j] = sum_k A(j, k) d[k]` over the lower part of the leading
+/// `i x i` block of `A` (columns of the transposed storage, below the diagonal), `e[..i]` zero
+/// on entry: the reduction's product of `tred2`.
+type Reduce = fn(v: &mut [Sum], n: usize, i: usize, d: &[Sum], e: &mut [Sum]);
+
+/// Each of the columns `cols` (`n` wide; entries `..=i`) minus `d` times its dot product with
+/// `next`: the accumulation's update of `tred2`.
+type Accumulate = fn(cols: &mut [Sum], n: usize, i: usize, next: &[Sum], d: &[Sum]);
+
+/// [`tridiagonalize`] with its two O(n^3) loops given: the tests run it with one column at a
+/// time (the textbook loops) to check that the side-by-side ones give the same bits.
+#[inline(always)]
+fn tridiagonalize_with(
+    v: &mut [Sum],
+    n: usize,
+    d: &mut [Sum],
+    e: &mut [Sum],
+    reduce: Reduce,
+    accumulate: Accumulate,
+) {
     let at = |r: usize, c: usize| c * n + r;
     for j in 0..n {
         d[j] = v[at(n - 1, j)];
@@ -139,45 +162,7 @@ fn tridiagonalize(v: &mut [Sum], n: usize, d: &mut [Sum], e: &mut [Sum]) {
             h -= f * g;
             d[i - 1] = f - g;
             e[..i].fill(0.0);
-            // Columns j and j + 1 together: two independent sums (`g0`, `g1`), so the additions'
-            // latency overlaps, each in the order of one column at a time, and every `e[k]`
-            // gets column j's term before column j + 1's, as one at a time: the same bits.
-            let mut j = 0;
-            while j + 1 < i {
-                let (f0, f1) = (d[j], d[j + 1]);
-                v[at(j, i)] = f0;
-                v[at(j + 1, i)] = f1;
-                let mut g0 = e[j] + v[at(j, j)] * f0;
-                // Column j's first term, which column j + 1's sum starts from.
-                let x = v[at(j + 1, j)];
-                g0 += x * d[j + 1];
-                e[j + 1] += x * f0;
-                let mut g1 = e[j + 1] + v[at(j + 1, j + 1)] * f1;
-                // Elements (k, j) and (k, j + 1), k in j+2..i: contiguous runs of the
-                // transposed storage.
-                let col0 = &v[at(j + 2, j)..at(i, j)];
-                let col1 = &v[at(j + 2, j + 1)..at(i, j + 1)];
-                for (((x0, x1), dk), ek) in col0
-                    .iter()
-                    .zip(col1)
-                    .zip(&d[j + 2..i])
-                    .zip(&mut e[j + 2..i])
-                {
-                    g0 += x0 * dk;
-                    *ek += x0 * f0;
-                    g1 += x1 * dk;
-                    *ek += x1 * f1;
-                }
-                e[j] = g0;
-                e[j + 1] = g1;
-                j += 2;
-            }
-            if j < i {
-                // The last column alone: no elements below its diagonal remain (k in j+1..i).
-                f = d[j];
-                v[at(j, i)] = f;
-                e[j] += v[at(j, j)] * f;
-            }
+            reduce(v, n, i, d, e);
             f = 0.0;
             for j in 0..i {
                 e[j] /= h;
@@ -212,38 +197,7 @@ fn tridiagonalize(v: &mut [Sum], n: usize, d: &mut [Sum], e: &mut [Sum]) {
             for (dk, x) in d[..=i].iter_mut().zip(next.iter()) {
                 *dk = x / h;
             }
-            // Four columns at a time: four independent sums, each in the order of one, so the
-            // additions' latency overlaps and the bits are those of one column at a time.
-            let mut quads = cols.chunks_exact_mut(4 * n);
-            for quad in &mut quads {
-                let (c0, rest) = quad.split_at_mut(n);
-                let (c1, rest) = rest.split_at_mut(n);
-                let (c2, c3) = rest.split_at_mut(n);
-                let (c0, c1, c2, c3) = (&mut c0[..=i], &mut c1[..=i], &mut c2[..=i], &mut c3[..=i]);
-                let (mut g0, mut g1, mut g2, mut g3) = (0.0, 0.0, 0.0, 0.0);
-                for ((((x, y0), y1), y2), y3) in next.iter().zip(&*c0).zip(&*c1).zip(&*c2).zip(&*c3)
-                {
-                    g0 += x * y0;
-                    g1 += x * y1;
-                    g2 += x * y2;
-                    g3 += x * y3;
-                }
-                for (col, g) in [(c0, g0), (c1, g1), (c2, g2), (c3, g3)] {
-                    for (x, dk) in col.iter_mut().zip(&d[..=i]) {
-                        *x -= g * dk;
-                    }
-                }
-            }
-            for col in quads.into_remainder().chunks_exact_mut(n) {
-                let col = &mut col[..=i];
-                let mut g = 0.0;
-                for (x, y) in next.iter().zip(col.iter()) {
-                    g += x * y;
-                }
-                for (x, dk) in col.iter_mut().zip(&d[..=i]) {
-                    *x -= g * dk;
-                }
-            }
+            accumulate(cols, n, i, next, &d[..=i]);
         }
         next.fill(0.0);
     }
@@ -253,6 +207,85 @@ fn tridiagonalize(v: &mut [Sum], n: usize, d: &mut [Sum], e: &mut [Sum]) {
     }
     v[at(n - 1, n - 1)] = 1.0;
     e[0] = 0.0;
+}
+
+/// The reduction of [`tridiagonalize`] ([`Reduce`]) with columns j and j + 1 side by side.
+fn reduce_side_by_side(v: &mut [Sum], n: usize, i: usize, d: &[Sum], e: &mut [Sum]) {
+    let at = |r: usize, c: usize| c * n + r;
+    // Columns j and j + 1 together: two independent sums (`g0`, `g1`), so the additions'
+    // latency overlaps, each in the order of one column at a time, and every `e[k]`
+    // gets column j's term before column j + 1's, as one at a time: the same bits.
+    let mut j = 0;
+    while j + 1 < i {
+        let (f0, f1) = (d[j], d[j + 1]);
+        v[at(j, i)] = f0;
+        v[at(j + 1, i)] = f1;
+        let mut g0 = e[j] + v[at(j, j)] * f0;
+        // Column j's first term, which column j + 1's sum starts from.
+        let x = v[at(j + 1, j)];
+        g0 += x * d[j + 1];
+        e[j + 1] += x * f0;
+        let mut g1 = e[j + 1] + v[at(j + 1, j + 1)] * f1;
+        // Elements (k, j) and (k, j + 1), k in j+2..i: contiguous runs of the
+        // transposed storage.
+        let col0 = &v[at(j + 2, j)..at(i, j)];
+        let col1 = &v[at(j + 2, j + 1)..at(i, j + 1)];
+        for (((x0, x1), dk), ek) in col0
+            .iter()
+            .zip(col1)
+            .zip(&d[j + 2..i])
+            .zip(&mut e[j + 2..i])
+        {
+            g0 += x0 * dk;
+            *ek += x0 * f0;
+            g1 += x1 * dk;
+            *ek += x1 * f1;
+        }
+        e[j] = g0;
+        e[j + 1] = g1;
+        j += 2;
+    }
+    if j < i {
+        // The last column alone: no elements below its diagonal remain (k in j+1..i).
+        let f = d[j];
+        v[at(j, i)] = f;
+        e[j] += v[at(j, j)] * f;
+    }
+}
+
+/// The accumulation of [`tridiagonalize`] ([`Accumulate`]) with four columns side by side.
+fn accumulate_side_by_side(cols: &mut [Sum], n: usize, i: usize, next: &[Sum], d: &[Sum]) {
+    // Four columns at a time: four independent sums, each in the order of one, so the
+    // additions' latency overlaps and the bits are those of one column at a time.
+    let mut quads = cols.chunks_exact_mut(4 * n);
+    for quad in &mut quads {
+        let (c0, rest) = quad.split_at_mut(n);
+        let (c1, rest) = rest.split_at_mut(n);
+        let (c2, c3) = rest.split_at_mut(n);
+        let (c0, c1, c2, c3) = (&mut c0[..=i], &mut c1[..=i], &mut c2[..=i], &mut c3[..=i]);
+        let (mut g0, mut g1, mut g2, mut g3) = (0.0, 0.0, 0.0, 0.0);
+        for ((((x, y0), y1), y2), y3) in next.iter().zip(&*c0).zip(&*c1).zip(&*c2).zip(&*c3) {
+            g0 += x * y0;
+            g1 += x * y1;
+            g2 += x * y2;
+            g3 += x * y3;
+        }
+        for (col, g) in [(c0, g0), (c1, g1), (c2, g2), (c3, g3)] {
+            for (x, dk) in col.iter_mut().zip(&d[..=i]) {
+                *x -= g * dk;
+            }
+        }
+    }
+    for col in quads.into_remainder().chunks_exact_mut(n) {
+        let col = &mut col[..=i];
+        let mut g = 0.0;
+        for (x, y) in next.iter().zip(col.iter()) {
+            g += x * y;
+        }
+        for (x, dk) in col.iter_mut().zip(&d[..=i]) {
+            *x -= g * dk;
+        }
+    }
 }
 
 /// Implicit QL on the tridiagonal (`d`, `e[1..]`); `vt` holds the transformation with vectors as
@@ -656,95 +689,32 @@ fn complete_row(g: &mut [Sum], m: usize, p: usize, i: usize, norms: &mut [Sum]) 
 mod tests {
     use super::*;
 
-    /// `tridiagonalize` as it was before its sums ran side by side: one column at a time.
-    fn tridiagonalize_one_column_at_a_time(v: &mut [Sum], n: usize, d: &mut [Sum], e: &mut [Sum]) {
+    /// The reduction one column at a time (`tred2`'s loop).
+    fn reduce_one_at_a_time(v: &mut [Sum], n: usize, i: usize, d: &[Sum], e: &mut [Sum]) {
         let at = |r: usize, c: usize| c * n + r;
-        for j in 0..n {
-            d[j] = v[at(n - 1, j)];
-        }
-        for i in (1..n).rev() {
-            let scale: Sum = d[..i].iter().map(|x| x.abs()).sum();
-            let mut h = 0.0;
-            if scale < Sum::MIN_POSITIVE {
-                e[i] = d[i - 1];
-                for j in 0..i {
-                    d[j] = v[at(i - 1, j)];
-                    v[at(i, j)] = 0.0;
-                    v[at(j, i)] = 0.0;
-                }
-            } else {
-                for x in d[..i].iter_mut() {
-                    *x /= scale;
-                    h += *x * *x;
-                }
-                let mut f = d[i - 1];
-                let mut g = smath::sqrt(h);
-                if f > 0.0 {
-                    g = -g;
-                }
-                e[i] = scale * g;
-                h -= f * g;
-                d[i - 1] = f - g;
-                e[..i].fill(0.0);
-                for j in 0..i {
-                    f = d[j];
-                    v[at(j, i)] = f;
-                    g = e[j] + v[at(j, j)] * f;
-                    for k in j + 1..i {
-                        g += v[at(k, j)] * d[k];
-                        e[k] += v[at(k, j)] * f;
-                    }
-                    e[j] = g;
-                }
-                f = 0.0;
-                for j in 0..i {
-                    e[j] /= h;
-                    f += e[j] * d[j];
-                }
-                let hh = f / (h + h);
-                for j in 0..i {
-                    e[j] -= hh * d[j];
-                }
-                for j in 0..i {
-                    f = d[j];
-                    g = e[j];
-                    for k in j..i {
-                        v[at(k, j)] -= f * e[k] + g * d[k];
-                    }
-                    d[j] = v[at(i - 1, j)];
-                    v[at(i, j)] = 0.0;
-                }
+        for j in 0..i {
+            let f = d[j];
+            v[at(j, i)] = f;
+            let mut g = e[j] + v[at(j, j)] * f;
+            for k in j + 1..i {
+                g += v[at(k, j)] * d[k];
+                e[k] += v[at(k, j)] * f;
             }
-            d[i] = h;
+            e[j] = g;
         }
-        for i in 0..n - 1 {
-            v[at(n - 1, i)] = v[at(i, i)];
-            v[at(i, i)] = 1.0;
-            let h = d[i + 1];
-            if h != 0.0 {
-                for k in 0..=i {
-                    d[k] = v[at(k, i + 1)] / h;
-                }
-                for j in 0..=i {
-                    let mut g = 0.0;
-                    for k in 0..=i {
-                        g += v[at(k, i + 1)] * v[at(k, j)];
-                    }
-                    for k in 0..=i {
-                        v[at(k, j)] -= g * d[k];
-                    }
-                }
+    }
+
+    /// The accumulation one column at a time (`tred2`'s loop).
+    fn accumulate_one_at_a_time(cols: &mut [Sum], n: usize, i: usize, next: &[Sum], d: &[Sum]) {
+        for col in cols.chunks_exact_mut(n) {
+            let mut g = 0.0;
+            for k in 0..=i {
+                g += next[k] * col[k];
             }
             for k in 0..=i {
-                v[at(k, i + 1)] = 0.0;
+                col[k] -= g * d[k];
             }
         }
-        for j in 0..n {
-            d[j] = v[at(n - 1, j)];
-            v[at(n - 1, j)] = 0.0;
-        }
-        v[at(n - 1, n - 1)] = 1.0;
-        e[0] = 0.0;
     }
 
     /// The sums run side by side (two columns of the reduction, four of the accumulation) give
@@ -771,7 +741,14 @@ mod tests {
                 let mut b = a;
                 let (mut d, mut e, mut d2, mut e2) = ([0.0; 40], [0.0; 40], [0.0; 40], [0.0; 40]);
                 tridiagonalize(&mut a[..n * n], n, &mut d[..n], &mut e[..n]);
-                tridiagonalize_one_column_at_a_time(&mut b[..n * n], n, &mut d2[..n], &mut e2[..n]);
+                tridiagonalize_with(
+                    &mut b[..n * n],
+                    n,
+                    &mut d2[..n],
+                    &mut e2[..n],
+                    reduce_one_at_a_time,
+                    accumulate_one_at_a_time,
+                );
                 for (what, x, y) in [
                     ("vectors", &a[..n * n], &b[..n * n]),
                     ("diagonal", &d[..n], &d2[..n]),
