@@ -112,9 +112,9 @@ fn tridiagonalize(v: &mut [Sum], n: usize, d: &mut [Sum], e: &mut [Sum]) {
     tridiagonalize_with(v, n, d, e, reduce_side_by_side, accumulate_side_by_side);
 }
 
-/// `v[at(j, i)] = d[j]` and `e[j] = sum_k A(j, k) d[k]` over the lower part of the leading
-/// `i x i` block of `A` (columns of the transposed storage, below the diagonal), `e[..i]` zero
-/// on entry: the reduction's product of `tred2`.
+/// `e[..i] = A d[..i]` for the leading `i x i` block of the symmetric `A`, read from its lower
+/// triangle (`e[..i]` zero on entry), and `d[..i]` saved as column `i` (`v[at(j, i)] = d[j]`):
+/// the reduction's product of `tred2`.
 type Reduce = fn(v: &mut [Sum], n: usize, i: usize, d: &[Sum], e: &mut [Sum]);
 
 /// Each of the columns `cols` (`n` wide; entries `..=i`) minus `d` times its dot product with
