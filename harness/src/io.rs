@@ -40,7 +40,7 @@ pub enum Values<T> {
     Mapped(Mapped<T>),
 }
 
-/// `len` values of `T` at byte `offset` of `map`; built only by [`Mapped::new`], which checks
+/// `len` values of `T` at byte `offset` of `map`; built only by `Mapped::new`, which checks
 /// the range and the alignment.
 pub struct Mapped<T> {
     map: memmap2::Mmap,

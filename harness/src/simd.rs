@@ -383,7 +383,7 @@ pub fn gemm<T: GemmFloat>(
     }
 }
 
-/// `c = a b` ([`gemm`]) for the update's `k^3` products, from [`SPLIT_MIN_K`] output rows as
+/// `c = a b` ([`gemm()`]) for the update's `k^3` products, from [`SPLIT_MIN_K`] output rows as
 /// two GEMMs over halves of them under [`join_in_pool`]: the update runs between passes with
 /// the fit's pool otherwise idle (`fastica::fit_then` runs the fit inside the pool), so a
 /// second thread takes one half; outside a pool both halves run on the caller's thread. The split depends on `m` only, so the bits do not depend on
