@@ -473,10 +473,10 @@ fn check(
             x.rows
         );
     }
-    if let Some(g) = groups {
-        if g.len() != x.rows {
-            bail!("groups: {} values for {} rows of features", g.len(), x.rows);
-        }
+    if let Some(g) = groups
+        && g.len() != x.rows
+    {
+        bail!("groups: {} values for {} rows of features", g.len(), x.rows);
     }
     if let Some(i) = x.data.iter().position(|v| !v.is_finite()) {
         bail!(
@@ -496,13 +496,13 @@ pub fn check_targets(
     groups: Option<&[i64]>,
     job: &ConcentrationJob,
 ) -> Result<Vec<i64>> {
-    if let Some(g) = groups {
-        if distinct(g).len() < 2 {
-            bail!(
-                "groups: a single group ({}); out-of-group AUROC holds whole groups out and needs at least two",
-                g.first().copied().unwrap_or_default()
-            );
-        }
+    if let Some(g) = groups
+        && distinct(g).len() < 2
+    {
+        bail!(
+            "groups: a single group ({}); out-of-group AUROC holds whole groups out and needs at least two",
+            g.first().copied().unwrap_or_default()
+        );
     }
     let classes = distinct(labels);
     if classes.len() < 2 {

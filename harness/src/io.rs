@@ -54,7 +54,7 @@ impl<T: NpyFloat> Mapped<T> {
     /// aligned for `T` (the map starts on a page).
     fn new(map: memmap2::Mmap, offset: usize, len: usize) -> Option<Self> {
         let bytes = len.checked_mul(std::mem::size_of::<T>())?;
-        let aligned = (map.as_ptr() as usize + offset) % std::mem::align_of::<T>() == 0;
+        let aligned = (map.as_ptr() as usize + offset).is_multiple_of(std::mem::align_of::<T>());
         (aligned && offset.checked_add(bytes)? <= map.len()).then_some(Self {
             map,
             offset,
@@ -581,19 +581,19 @@ pub fn read_labels(path: &Path) -> Result<Vec<i64>> {
         }
         Ok(())
     };
-    if extension(path) == "npy" {
-        if let (Raw::Int(m), _) = read_npy_raw(path)? {
-            column(m.cols)?;
-            return m
-                .data
-                .iter()
-                .enumerate()
-                .map(|(i, v)| {
-                    i64::try_from(*v)
-                        .with_context(|| format!("{name}: label at row {i} ({v}) exceeds int64"))
-                })
-                .collect();
-        }
+    if extension(path) == "npy"
+        && let (Raw::Int(m), _) = read_npy_raw(path)?
+    {
+        column(m.cols)?;
+        return m
+            .data
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                i64::try_from(*v)
+                    .with_context(|| format!("{name}: label at row {i} ({v}) exceeds int64"))
+            })
+            .collect();
     }
     let m = read_table(path)?.to_f64();
     column(m.cols)?;
@@ -784,7 +784,7 @@ impl<'w, W: Write, T: NpyFloat> NpyRows<'w, W, T> {
     }
     /// Writes the next whole rows.
     pub fn push(&mut self, values: &[T]) -> Result<()> {
-        if values.len() % self.cols.max(1) != 0 || values.len() > self.remaining {
+        if !values.len().is_multiple_of(self.cols.max(1)) || values.len() > self.remaining {
             bail!(
                 "internal: {} values are not whole rows of {} or exceed the {} left",
                 values.len(),

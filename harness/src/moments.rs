@@ -139,7 +139,7 @@ impl<T: Float> Pass<T> for GemmMoments {
     }
     fn accumulate(&self, partial: &mut [f64], first: u64, rows: &[T]) -> unmix::Result<()> {
         let d = self.d;
-        if rows.len() % d != 0 {
+        if !rows.len().is_multiple_of(d) {
             return Err(Error::RaggedRows {
                 len: rows.len(),
                 width: d,

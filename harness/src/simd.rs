@@ -96,6 +96,26 @@ pub fn uses_avx2() -> bool {
     })
 }
 
+/// Whether the block pass's contrast and its 8-component products take their AVX-512 instances
+/// ([`crate::blocks`], [`crate::small8`]): [`uses_avx2`] and AVX-512 F, VL and DQ. They compute
+/// the same operations in the same order on wider registers, so the bits are the AVX2 path's.
+pub fn uses_avx512() -> bool {
+    static AVX512: OnceLock<bool> = OnceLock::new();
+    *AVX512.get_or_init(|| {
+        #[cfg(target_arch = "x86_64")]
+        {
+            uses_avx2()
+                && std::arch::is_x86_feature_detected!("avx512f")
+                && std::arch::is_x86_feature_detected!("avx512vl")
+                && std::arch::is_x86_feature_detected!("avx512dq")
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            false
+        }
+    })
+}
+
 /// Whether code run by [`fastest`] has fused multiply-add instructions, so that
 /// [`f64::mul_add`] is one instruction rather than a library call: x86-64 in the AVX2 instance,
 /// and AArch64 always.
@@ -461,7 +481,11 @@ pub fn centred_product<T: GemmFloat>(
     out_w: usize,
     core: impl FnOnce(&[T], &mut [T]) -> unmix::Result<()>,
 ) -> unmix::Result<()> {
-    if portable_requested() || out_w < TRANSFORM_GEMM_MIN || in_w == 0 || x.len() % in_w != 0 {
+    if portable_requested()
+        || out_w < TRANSFORM_GEMM_MIN
+        || in_w == 0
+        || !x.len().is_multiple_of(in_w)
+    {
         return core(x, out);
     }
     let n = x.len() / in_w;
@@ -517,7 +541,7 @@ pub fn centred_product<T: GemmFloat>(
 /// Rows per product of [`centred_product`]: 256 centred rows (1.5 MB at 768 f64 features). It
 /// divides [`crate::fastica::MAP_ROWS`], so that the products are the same for any split.
 pub const TRANSFORM_BLOCK_ROWS: usize = 256;
-const _: () = assert!(crate::fastica::MAP_ROWS % TRANSFORM_BLOCK_ROWS == 0);
+const _: () = assert!(crate::fastica::MAP_ROWS.is_multiple_of(TRANSFORM_BLOCK_ROWS));
 
 #[cfg(test)]
 mod tests {

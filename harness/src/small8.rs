@@ -9,12 +9,20 @@
 //! sum runs over its terms in order (`j` for `Y`, rows for `G`), rounded once per term: the
 //! results differ from the GEMM's in the last bits, within the fast path's 1e-12 agreement with
 //! the portable one (`tests/simd.rs`, `tests/simd_fixtures.rs`).
+//!
+//! Where the CPU has AVX-512 ([`crate::simd::uses_avx512`]), an `f64` row is one vector of
+//! eight: half the instructions for the same sums in the same order, so the same bits (tested
+//! below against the ordered scalar sums, as the AVX2 kernels are).
 
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::{
     __m256, __m256d, _mm256_broadcast_sd, _mm256_broadcast_ss, _mm256_fmadd_pd, _mm256_fmadd_ps,
     _mm256_loadu_pd, _mm256_loadu_ps, _mm256_setzero_pd, _mm256_setzero_ps, _mm256_storeu_pd,
     _mm256_storeu_ps,
+};
+#[cfg(target_arch = "x86_64")]
+use std::arch::x86_64::{
+    __m512d, _mm512_fmadd_pd, _mm512_loadu_pd, _mm512_set1_pd, _mm512_setzero_pd, _mm512_storeu_pd,
 };
 
 /// Components these kernels handle.
@@ -32,9 +40,14 @@ pub fn available() -> bool {
 #[inline(always)]
 pub fn unmix(wt: &[f64], z: &[f64], y: &mut [f64]) -> bool {
     #[cfg(target_arch = "x86_64")]
-    if available() && wt.len() >= K * K && z.len() == y.len() && z.len() % K == 0 {
-        // SAFETY: `available` checked AVX2 and FMA.
-        unsafe { unmix_avx2(wt, z, y) };
+    if available() && wt.len() >= K * K && z.len() == y.len() && z.len().is_multiple_of(K) {
+        if crate::simd::uses_avx512() {
+            // SAFETY: `uses_avx512` checked AVX-512 F, VL and DQ, AVX2 and FMA.
+            unsafe { unmix_avx512(wt, z, y) };
+        } else {
+            // SAFETY: `available` checked AVX2 and FMA.
+            unsafe { unmix_avx2(wt, z, y) };
+        }
         return true;
     }
     let _ = (wt, z, y);
@@ -46,9 +59,14 @@ pub fn unmix(wt: &[f64], z: &[f64], y: &mut [f64]) -> bool {
 #[inline(always)]
 pub fn gram(y: &[f64], z: &[f64], g: &mut [f64]) -> bool {
     #[cfg(target_arch = "x86_64")]
-    if available() && g.len() >= K * K && z.len() == y.len() && z.len() % K == 0 {
-        // SAFETY: as in `unmix`.
-        unsafe { gram_avx2(y, z, g) };
+    if available() && g.len() >= K * K && z.len() == y.len() && z.len().is_multiple_of(K) {
+        if crate::simd::uses_avx512() {
+            // SAFETY: as in `unmix`.
+            unsafe { gram_avx512(y, z, g) };
+        } else {
+            // SAFETY: as in `unmix`.
+            unsafe { gram_avx2(y, z, g) };
+        }
         return true;
     }
     let _ = (y, z, g);
@@ -59,7 +77,7 @@ pub fn gram(y: &[f64], z: &[f64], g: &mut [f64]) -> bool {
 #[inline(always)]
 pub fn unmix_f32(wt: &[f32], z: &[f32], y: &mut [f32]) -> bool {
     #[cfg(target_arch = "x86_64")]
-    if available() && wt.len() >= K * K && z.len() == y.len() && z.len() % K == 0 {
+    if available() && wt.len() >= K * K && z.len() == y.len() && z.len().is_multiple_of(K) {
         // SAFETY: `available` checked AVX2 and FMA.
         unsafe { unmix_f32_avx2(wt, z, y) };
         return true;
@@ -72,7 +90,7 @@ pub fn unmix_f32(wt: &[f32], z: &[f32], y: &mut [f32]) -> bool {
 #[inline(always)]
 pub fn gram_f32(y: &[f32], z: &[f32], g: &mut [f32]) -> bool {
     #[cfg(target_arch = "x86_64")]
-    if available() && g.len() >= K * K && z.len() == y.len() && z.len() % K == 0 {
+    if available() && g.len() >= K * K && z.len() == y.len() && z.len().is_multiple_of(K) {
         // SAFETY: as in `unmix`.
         unsafe { gram_f32_avx2(y, z, g) };
         return true;
@@ -229,6 +247,72 @@ fn gram_avx2(y: &[f64], z: &[f64], g: &mut [f64]) {
     }
 }
 
+/// Eight values from `v[at..at + 8]` (bounds-checked).
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx512f,avx512vl,avx512dq,avx2,fma")]
+fn load_row(v: &[f64], at: usize) -> __m512d {
+    let eight = &v[at..at + K];
+    // SAFETY: `eight` holds eight f64 (checked by the slice above); unaligned loads are allowed.
+    unsafe { _mm512_loadu_pd(eight.as_ptr()) }
+}
+
+/// Writes eight values to `v[at..at + 8]` (bounds-checked).
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx512f,avx512vl,avx512dq,avx2,fma")]
+fn store_row(v: &mut [f64], at: usize, x: __m512d) {
+    let eight = &mut v[at..at + K];
+    // SAFETY: `eight` holds eight f64 (checked by the slice above).
+    unsafe { _mm512_storeu_pd(eight.as_mut_ptr(), x) }
+}
+
+/// [`unmix_avx2`] with a row in one register: `W'` in eight, four rows a step (four
+/// independent chains of eight multiply-adds).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512vl,avx512dq,avx2,fma")]
+fn unmix_avx512(wt: &[f64], z: &[f64], y: &mut [f64]) {
+    let wt: [__m512d; K] = std::array::from_fn(|j| load_row(wt, K * j));
+    let mut quads = z.chunks_exact(4 * K).zip(y.chunks_exact_mut(4 * K));
+    for (zq, yq) in &mut quads {
+        let mut acc = [_mm512_setzero_pd(); 4];
+        for j in 0..K {
+            for (r, a) in acc.iter_mut().enumerate() {
+                *a = _mm512_fmadd_pd(_mm512_set1_pd(zq[r * K + j]), wt[j], *a);
+            }
+        }
+        for (r, a) in acc.into_iter().enumerate() {
+            store_row(yq, r * K, a);
+        }
+    }
+    // The last rows (fewer than four), the same sums.
+    let done = z.len() / (4 * K) * 4 * K;
+    for (zr, yr) in z[done..].chunks_exact(K).zip(y[done..].chunks_exact_mut(K)) {
+        let mut a = _mm512_setzero_pd();
+        for j in 0..K {
+            a = _mm512_fmadd_pd(_mm512_set1_pd(zr[j]), wt[j], a);
+        }
+        store_row(yr, 0, a);
+    }
+}
+
+/// [`gram_avx2`] with a row of `G` in one register: all of `G` in eight accumulators, one pass
+/// over the rows.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512vl,avx512dq,avx2,fma")]
+fn gram_avx512(y: &[f64], z: &[f64], g: &mut [f64]) {
+    let mut acc = [_mm512_setzero_pd(); K];
+    for (yr, zr) in y.chunks_exact(K).zip(z.chunks_exact(K)) {
+        let zv = load_row(zr, 0);
+        for (i, a) in acc.iter_mut().enumerate() {
+            *a = _mm512_fmadd_pd(_mm512_set1_pd(yr[i]), zv, *a);
+        }
+    }
+    for (i, a) in acc.into_iter().enumerate() {
+        store_row(g, i * K, a);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -276,44 +360,68 @@ mod tests {
     }
 
     /// Against the same sums in scalar `mul_add`s, in the same order: equal bit for bit (every
-    /// row count from 0 to 9, so the odd tail too).
+    /// row count from 0 to 9, so the odd tail and the AVX-512 tail of fewer than four rows too),
+    /// for the AVX2 kernels and, where the CPU has AVX-512, for those.
     #[test]
     fn kernels_are_the_ordered_sums() {
         if !available() {
             eprintln!("SKIPPED small8 kernels: no AVX2 and FMA here");
             return;
         }
+        type Kernel = fn(&[f64], &[f64], &mut [f64]);
+        // SAFETY (both): `available` checked AVX2 and FMA.
+        let avx2: (Kernel, Kernel) = (
+            |wt, z, y| unsafe { unmix_avx2(wt, z, y) },
+            |y, z, g| unsafe { gram_avx2(y, z, g) },
+        );
+        let mut instances = vec![("avx2", avx2)];
+        if crate::simd::uses_avx512() {
+            // SAFETY (both): `uses_avx512` checked AVX-512 F, VL and DQ, AVX2 and FMA.
+            let avx512: (Kernel, Kernel) = (
+                |wt, z, y| unsafe { unmix_avx512(wt, z, y) },
+                |y, z, g| unsafe { gram_avx512(y, z, g) },
+            );
+            instances.push(("avx512", avx512));
+        } else {
+            eprintln!("SKIPPED small8 AVX-512 kernels: no AVX-512 here");
+        }
         let w: Vec<f64> = (0..K * K)
             .map(|i| ((i * 37 % 19) as f64 - 9.0) / 7.0)
             .collect();
         let wt: Vec<f64> = (0..K * K).map(|e| w[(e % K) * K + e / K]).collect();
-        for rows in 0..10 {
-            let z: Vec<f64> = (0..rows * K)
-                .map(|i| ((i * 53 % 31) as f64 - 15.0) / 11.0)
-                .collect();
-            let mut y = vec![f64::NAN; rows * K];
-            assert!(unmix(&wt, &z, &mut y));
-            for (zr, yr) in z.chunks_exact(K).zip(y.chunks_exact(K)) {
-                for i in 0..K {
-                    let want = (0..K).fold(0.0, |a: f64, j| zr[j].mul_add(w[i * K + j], a));
-                    assert_eq!(yr[i].to_bits(), want.to_bits(), "rows {rows}, y {i}");
+        for (name, (unmix, gram)) in instances {
+            for rows in 0..10 {
+                let z: Vec<f64> = (0..rows * K)
+                    .map(|i| ((i * 53 % 31) as f64 - 15.0) / 11.0)
+                    .collect();
+                let mut y = vec![f64::NAN; rows * K];
+                unmix(&wt, &z, &mut y);
+                for (zr, yr) in z.chunks_exact(K).zip(y.chunks_exact(K)) {
+                    for i in 0..K {
+                        let want = (0..K).fold(0.0, |a: f64, j| zr[j].mul_add(w[i * K + j], a));
+                        assert_eq!(yr[i].to_bits(), want.to_bits(), "{name} rows {rows}, y {i}");
+                    }
                 }
-            }
-            let mut g = vec![f64::NAN; K * K];
-            assert!(gram(&y, &z, &mut g));
-            for i in 0..K {
-                for j in 0..K {
-                    let want = y
-                        .chunks_exact(K)
-                        .zip(z.chunks_exact(K))
-                        .fold(0.0, |a: f64, (yr, zr)| yr[i].mul_add(zr[j], a));
-                    assert_eq!(
-                        g[i * K + j].to_bits(),
-                        want.to_bits(),
-                        "rows {rows}, g {i} {j}"
-                    );
+                let mut g = vec![f64::NAN; K * K];
+                gram(&y, &z, &mut g);
+                for i in 0..K {
+                    for j in 0..K {
+                        let want = y
+                            .chunks_exact(K)
+                            .zip(z.chunks_exact(K))
+                            .fold(0.0, |a: f64, (yr, zr)| yr[i].mul_add(zr[j], a));
+                        assert_eq!(
+                            g[i * K + j].to_bits(),
+                            want.to_bits(),
+                            "{name} rows {rows}, g {i} {j}"
+                        );
+                    }
                 }
             }
         }
+        // The dispatching entry points run one of them.
+        let z = vec![0.5; 3 * K];
+        let (mut y, mut g) = (vec![0.0; 3 * K], vec![0.0; K * K]);
+        assert!(super::unmix(&wt, &z, &mut y) && super::gram(&y, &z, &mut g));
     }
 }

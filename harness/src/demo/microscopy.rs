@@ -38,7 +38,7 @@ fn uniform(g: &mut Normals) -> f64 {
 /// Standard non-Gaussian noise: Laplace-like (a product of normals) on even factors, uniform on
 /// odd ones, each scaled to unit variance.
 fn noise(g: &mut Normals, j: usize) -> f64 {
-    if j % 2 == 0 {
+    if j.is_multiple_of(2) {
         g.next_normal() * g.next_normal()
     } else {
         (uniform(g) * 2.0 - 1.0) * 3f64.sqrt()
