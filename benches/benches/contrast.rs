@@ -70,7 +70,7 @@ fn contrasts(c: &mut Criterion) {
                 y.copy_from_slice(black_box(&rows));
                 harness::simd::fastest(
                     #[inline(always)]
-                    || <f64 as BlockFloat>::contrast(contrast, &mut y, &mut b, K),
+                    || <f64 as BlockFloat>::contrast(contrast, &mut y, &mut b, K, &[]),
                 );
                 y[0] + b[0]
             })
@@ -81,7 +81,7 @@ fn contrasts(c: &mut Criterion) {
                 y.copy_from_slice(black_box(&rows32));
                 harness::simd::fastest(
                     #[inline(always)]
-                    || <f32 as BlockFloat>::contrast(contrast, &mut y, &mut b, K),
+                    || <f32 as BlockFloat>::contrast(contrast, &mut y, &mut b, K, &[]),
                 );
                 y[0] + b[0]
             })

@@ -42,7 +42,8 @@ pub const REWHITEN_ROWS: usize = MAP_ROWS;
 /// plus [`MEMORY_SLACK`]; the other chunks are whitened again in every pass, [`REWHITEN_ROWS`]
 /// rows per thread at a time. All chunks when they fit (no per-thread buffers are needed then).
 /// Besides [`MEMORY_RESERVED`], the budget holds a pass's partial results (one per thread, the
-/// total and the driver's workspace: `threads + 4` of the parallel pass's, the largest).
+/// total and the driver's workspace: `threads + 4` of the parallel pass's, the largest) and
+/// [`ROUND_BYTES`].
 pub fn white_chunks_to_store(n: usize, d: usize, k: usize, elem: usize, threads: usize) -> usize {
     let chunks = n.div_ceil(CHUNK);
     let chunk_bytes = (CHUNK * k * elem).max(1);
@@ -61,7 +62,7 @@ fn white_budget(n: usize, d: usize, k: usize, elem: usize, threads: usize) -> us
         k,
         crate::simd::CliKernel::for_this_cpu(),
     );
-    let reserved = MEMORY_RESERVED + (threads.max(1) + 4) * partial;
+    let reserved = MEMORY_RESERVED + ROUND_BYTES + (threads.max(1) + 4) * partial;
     (input / 4 + MEMORY_SLACK).saturating_sub(reserved)
 }
 
@@ -199,9 +200,16 @@ pub fn run_pass<T: Float + Send + Sync, P: Pass<T>>(
     )
 }
 
-/// Runs `chunk(index, partial, scratch)` for chunks `0..chunks` on `pool`, one chunk per thread
-/// a round, each into its own zeroed partial, merged into `total` in chunk order; `scratch` is
-/// a buffer of `scratch_len` values that each thread keeps between its chunks.
+/// Bytes of partials and scratch buffers a round of [`run_chunks`] may hold beyond one slot per
+/// thread (counted in [`white_chunks_to_store`]'s budget).
+pub const ROUND_BYTES: usize = 4 << 20;
+
+/// Runs `chunk(index, partial, scratch)` for chunks `0..chunks` on `pool`, in rounds of as many
+/// chunks as [`ROUND_BYTES`] of slots hold (at least one per thread), each chunk into its own
+/// zeroed partial, merged into `total` in chunk order; `scratch` is a buffer of `scratch_len`
+/// values that each slot keeps between rounds. The threads meet once a round: with one chunk
+/// per thread a round, at 1e6 x 8 (245 chunks of about 60 us) two threads gave 1.5x one.
+/// Each chunk's sums are the same whichever round or thread runs it, and so are the bits.
 pub fn run_chunks<T: Float + Send, P: Pass<T>>(
     pool: &rayon::ThreadPool,
     threads: usize,
@@ -211,7 +219,11 @@ pub fn run_chunks<T: Float + Send, P: Pass<T>>(
     scratch_len: usize,
     chunk: impl Fn(usize, &mut [f64], &mut [T]) -> unmix::Result<()> + Sync,
 ) -> unmix::Result<()> {
-    let round = threads.min(chunks).max(1);
+    let slot_bytes = 8 * pass.partial_len() + scratch_len * std::mem::size_of::<T>();
+    let round = (ROUND_BYTES / slot_bytes.max(1))
+        .max(threads)
+        .min(chunks)
+        .max(1);
     let mut slots: Vec<(Vec<f64>, Vec<T>)> = (0..round)
         .map(|_| {
             (
