@@ -88,11 +88,14 @@ def unmix_process(args, threads, env=None, exe=None):
     return time.perf_counter() - start
 
 
-def embedding(repeat=3):
+def embedding(repeat=int(os.environ.get("UNMIX_EMBED_REPEAT", 3)),
+              many=int(os.environ.get("UNMIX_EMBED_ITERATIONS", 11))):
     """Per-iteration time, whole fit and whitening at embedding sizes, 1 and 2 threads, with
     numpy's matmul rate on the pass shapes measured in the same run. One iteration is
-    (fit with max_iter 11 - fit with max_iter 1) / 10 at tol 0, for both sides; the last column
-    is unmix's iteration on the same file read as f32, against its f64 iteration."""
+    (fit with max_iter 11 - fit with max_iter 1) / 10 at tol 0, for both sides, the median of
+    `repeat` runs each; the last column is unmix's iteration on the same file read as f32,
+    against its f64 iteration. On a noisy machine UNMIX_EMBED_ITERATIONS=31 (max_iter 31, / 30)
+    and UNMIX_EMBED_REPEAT=5 steady the differences, at about three times the run time."""
     import warnings
     from sklearn.exceptions import ConvergenceWarning
 
@@ -116,7 +119,7 @@ def embedding(repeat=3):
                 def sk(it, tol):
                     return FastICA(k, whiten_solver="eigh", w_init=w, max_iter=it, tol=tol).fit(x)
                 t1 = median(lambda: sk(1, 0.0), repeat)
-                t11 = median(lambda: sk(11, 0.0), repeat)
+                t11 = median(lambda: sk(many, 0.0), repeat)
                 sk_fit = median(lambda: sk(200, 1e-4), 1)
 
                 def numpy_whiten():
@@ -131,7 +134,7 @@ def embedding(repeat=3):
             fit = ["fit", "--input", str(xp), "--model", str(model), "--n-components", str(k),
                    "--w-init", str(wp), "--tol", "0"]
             u1 = median(lambda: unmix_process(fit + ["--max-iter", "1"], threads), repeat)
-            u11 = median(lambda: unmix_process(fit + ["--max-iter", "11"], threads), repeat)
+            u11 = median(lambda: unmix_process(fit + ["--max-iter", str(many)], threads), repeat)
             u_fit = unmix_process(["fit", "--input", str(xp), "--model", str(model),
                                    "--n-components", str(k), "--w-init", str(wp)], threads)
             u_white = median(lambda: unmix_process(
@@ -140,8 +143,8 @@ def embedding(repeat=3):
             # The same file read as f32 (`--dtype f32`): f32 data's iteration against f64's.
             f32 = fit + ["--dtype", "f32"]
             v1 = median(lambda: unmix_process(f32 + ["--max-iter", "1"], threads), repeat)
-            v11 = median(lambda: unmix_process(f32 + ["--max-iter", "11"], threads), repeat)
-            it_sk, it_u, it_f32 = (t11 - t1) / 10, (u11 - u1) / 10, (v11 - v1) / 10
+            v11 = median(lambda: unmix_process(f32 + ["--max-iter", str(many)], threads), repeat)
+            it_sk, it_u, it_f32 = ((t - o) / (many - 1) for t, o in ((t11, t1), (u11, u1), (v11, v1)))
             print(f"{n:>9} x {d:>3} ({k:>3}) {threads:>3} | {it_sk * 1e3:7.1f} / {it_u * 1e3:7.1f} ms "
                   f"({it_sk / it_u:4.1f}x) | {sk_fit:6.2f} / {u_fit:6.2f} s ({sk_fit / u_fit:4.1f}x) "
                   f"| {np_white:5.2f} / {u_white:5.2f} s | {rate:5.1f} "

@@ -17,7 +17,9 @@
 //!   [`fastmath`](unmix::ica::fastmath) reduction in half the instructions, within 4 ulp):
 //!   at 1e6 x 8 the core's contrast was about half of a one-thread iteration (perf), at 3.1 ns
 //!   a value on the AVX2 path against 2.3 here (`cargo bench -p unmix-benches --bench
-//!   contrast`). Without them, the core's contrasts.
+//!   contrast`). Where the CPU has AVX-512, the same contrast runs on its registers with the
+//!   same bits, and each step prefetches the next block's rows. Without fused multiply-adds,
+//!   the core's contrasts.
 //!
 //! Bits do not depend on the thread count: block boundaries are fixed from each chunk's first
 //! row, and a block's two halves (from [`SPLIT_MIN_K`] components) are added in a fixed order,
@@ -108,7 +110,7 @@ impl<T: GemmFloat, P: Pass<T>> Pass<T> for BlockPass<'_, P, T> {
 pub trait BlockFloat: Float + core::ops::AddAssign {
     /// `y <- g(y)` in place, `b[i] += g'(y[r k + i])` over the rows `r` of `y` (`k` wide):
     /// `contrast` (this module) with this type's values per step. `ahead` (the next block's
-    /// rows, or empty) is asked into the cache meanwhile ([`prefetch`]).
+    /// rows, or empty) is asked into the cache meanwhile (a prefetch, which changes no value).
     fn contrast(c: ContrastKind, y: &mut [Self], b: &mut [Self], k: usize, ahead: &[Self]);
     /// [`crate::vmath`]'s `tanh` in this type.
     fn fused_tanh(x: Self) -> Self;
