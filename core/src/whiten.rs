@@ -29,6 +29,8 @@
 use crate::error::{Error, Result, prefix_mut};
 use crate::float::Float;
 use crate::float::{Sum, smath};
+use crate::ica::Kernel;
+use crate::ica::kernel::Portable;
 use crate::linalg;
 use crate::moments::MomentsRef;
 
@@ -273,14 +275,16 @@ impl<'a> Scratch<'a> {
     }
 }
 
-/// The one fitting implementation. Writes `out` only once everything has succeeded.
-fn fit_parts<T: Float>(
+/// The one fitting implementation, the covariance's eigen-decomposition on `kernel`
+/// ([`Kernel::symmetric_eigen`]). Writes `out` only once everything has succeeded.
+fn fit_parts<T: Float, K: Kernel>(
     m: MomentsRef<'_>,
     opts: &WhitenOptions,
     d: usize,
     k: usize,
     out: Parts<'_, T>,
     s: Scratch<'_>,
+    kernel: K,
 ) -> Result<FitInfo> {
     if m.dim() != d {
         return Err(Error::DimensionMismatch {
@@ -301,7 +305,7 @@ fn fit_parts<T: Float>(
     if s.vectors.iter().any(|c| !c.is_finite()) {
         return Err(Error::Overflow);
     }
-    linalg::symmetric_eigen(s.vectors, d, s.values, s.work)?;
+    kernel.symmetric_eigen(s.vectors, d, s.values, s.work)?;
     let max_eigenvalue = s.values[0];
     let effective_rank = if max_eigenvalue > 0.0 {
         s.values
@@ -415,15 +419,16 @@ fn write_matrices<T: Float>(
 }
 
 /// Fits into separate parts with a flat [`workspace_len`] workspace (for the FastICA model).
-pub(crate) fn fit_into_parts<T: Float>(
+pub(crate) fn fit_into_parts<T: Float, K: Kernel>(
     m: MomentsRef<'_>,
     opts: &WhitenOptions,
     d: usize,
     k: usize,
     out: Parts<'_, T>,
     ws: &mut [Sum],
+    kernel: K,
 ) -> Result<FitInfo> {
-    fit_parts(m, opts, d, k, out, Scratch::split(ws, d, k)?)
+    fit_parts(m, opts, d, k, out, Scratch::split(ws, d, k)?, kernel)
 }
 
 // Drawn by the random module; re-exported here, where the rotation option uses it.
@@ -547,7 +552,7 @@ impl<T: Float, const D: usize, const K: usize> Whitener<T, D, K> {
             unwhitening: self.unwhitening.as_flattened_mut(),
             explained_variance: &mut self.explained_variance,
         };
-        let info = fit_parts(moments, opts, D, K, parts, scratch)?;
+        let info = fit_parts(moments, opts, D, K, parts, scratch, Portable)?;
         self.info = info;
         Ok(info)
     }
@@ -639,6 +644,19 @@ impl<'a, T: Float> WhitenerBuf<'a, T> {
         opts: &WhitenOptions,
         workspace: &mut [Sum],
     ) -> Result<FitInfo> {
+        self.fit_with(moments, opts, workspace, Portable)
+    }
+    /// [`fit`](Self::fit) with the covariance's eigen-decomposition on `kernel`
+    /// ([`Kernel::symmetric_eigen`]): a host's faster solver (the `unmix` command's, from 64
+    /// features) changes the last bits of the eigenvectors, within the accuracy contract of
+    /// [`linalg::symmetric_eigen`], which [`Portable`] runs.
+    pub fn fit_with<K: Kernel>(
+        &mut self,
+        moments: MomentsRef<'_>,
+        opts: &WhitenOptions,
+        workspace: &mut [Sum],
+        kernel: K,
+    ) -> Result<FitInfo> {
         let scratch = Scratch::split(workspace, self.d, self.k)?;
         let parts = Parts {
             mean: &mut *self.mean,
@@ -646,7 +664,7 @@ impl<'a, T: Float> WhitenerBuf<'a, T> {
             unwhitening: &mut *self.unwhitening,
             explained_variance: &mut *self.explained_variance,
         };
-        let info = fit_parts(moments, opts, self.d, self.k, parts, scratch)?;
+        let info = fit_parts(moments, opts, self.d, self.k, parts, scratch, kernel)?;
         self.info = info;
         Ok(info)
     }
@@ -666,7 +684,7 @@ impl<'a, T: Float> WhitenerBuf<'a, T> {
 
 #[cfg(all(test, not(feature = "f32-sums")))]
 mod tests {
-    use super::write_matrices;
+    use super::{WhitenerView, write_matrices};
     use crate::float::Sum;
 
     /// The shortcut for `B = I` gives the bits of the full sum, signed zeros included.
@@ -699,5 +717,71 @@ mod tests {
             (w.map(Sum::to_bits), u.map(Sum::to_bits))
         };
         assert_eq!(run(true), run(false));
+    }
+
+    /// A kernel whose eigen-decomposition is the core's with every eigenvector negated (within
+    /// the contract but for the signs), or fails.
+    #[derive(Clone, Copy)]
+    struct Flipped(bool);
+
+    impl crate::ica::Kernel for Flipped {
+        fn unmix_block(&self, w: &[Sum], k: usize, z: &[Sum], y: &mut [Sum], s: usize, n: usize) {
+            crate::ica::kernel::Portable.unmix_block(w, k, z, y, s, n)
+        }
+        fn gram_block(&self, g: &[Sum], z: &[Sum], k: usize, s: usize, n: usize, o: &mut [Sum]) {
+            crate::ica::kernel::Portable.gram_block(g, z, k, s, n, o)
+        }
+        fn symmetric_eigen(
+            &self,
+            m: &mut [Sum],
+            k: usize,
+            values: &mut [Sum],
+            work: &mut [Sum],
+        ) -> crate::Result<()> {
+            if self.0 {
+                return Err(crate::Error::InvalidParameter("the kernel's eigen failed"));
+            }
+            crate::linalg::symmetric_eigen(m, k, values, work)?;
+            m[..k * k].iter_mut().for_each(|v| *v = -*v);
+            Ok(())
+        }
+    }
+
+    /// `fit_with` takes the covariance's eigenvectors from the kernel, and a failure there
+    /// leaves the stored whitener as it was.
+    #[test]
+    fn fit_with_decomposes_on_the_kernel() {
+        use super::{WhitenOptions, WhitenerBuf, storage_len, workspace_len};
+        let (d, k) = (3, 2);
+        let mut m = crate::moments::Moments::<3>::new();
+        let rows: [f64; 15] = [
+            1.0, 2.0, 0.5, 3.0, 1.0, -1.0, 0.0, 4.0, 2.0, -2.0, 1.5, 0.0, 5.0, -1.0, 1.0,
+        ];
+        m.accumulate(&rows).unwrap();
+        let opts = WhitenOptions::DEFAULT;
+        let mut ws = [0.0; workspace_len(3, 2)];
+        let (mut plain, mut flipped) = ([0.0f64; storage_len(3, 2)], [0.0f64; storage_len(3, 2)]);
+        WhitenerBuf::new(d, k, &mut plain)
+            .unwrap()
+            .fit(m.as_ref(), &opts, &mut ws)
+            .unwrap();
+        let mut w = WhitenerBuf::new(d, k, &mut flipped).unwrap();
+        w.fit_with(m.as_ref(), &opts, &mut ws, Flipped(false))
+            .unwrap();
+        let a = WhitenerView::from_parts(d, k, &plain).unwrap();
+        let mut b = [0.0f64; 6];
+        b.copy_from_slice(w.view().whitening());
+        assert!(a.whitening().iter().any(|v| *v != 0.0));
+        for (x, y) in a.whitening().iter().zip(&b) {
+            assert_eq!(*x, -*y);
+        }
+        let before = flipped;
+        let mut w = WhitenerBuf::new_keep(d, k, &mut flipped).unwrap();
+        let err = w.fit_with(m.as_ref(), &opts, &mut ws, Flipped(true));
+        assert_eq!(
+            err,
+            Err(crate::Error::InvalidParameter("the kernel's eigen failed"))
+        );
+        assert_eq!(flipped, before);
     }
 }

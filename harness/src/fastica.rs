@@ -562,7 +562,7 @@ pub fn fit_then<T: GemmFloat + serde::Serialize, R>(
             let mut wws = vec![0.0; whiten::workspace_len(d, k)];
             let mut whitener = WhitenerBuf::new(d, k, &mut wstorage)?;
             whitener
-                .fit(m.view(), &opts.pca_options(), &mut wws)
+                .fit_with(m.view(), &opts.pca_options(), &mut wws, kernel)
                 .map_err(explain)?;
             let mut ws = vec![0.0; ica::white_fit_workspace_len_with(k, kernel)];
             model

@@ -3,7 +3,7 @@
 use crate::fastica::{map_rows, output_block_rows, pool, run_pass};
 use crate::io::Matrix;
 use crate::moments::GemmMoments;
-use crate::simd::{GEMM_MIN_K, GemmFloat, centred_product};
+use crate::simd::{CliKernel, GEMM_MIN_K, GemmFloat, centred_product};
 use anyhow::Result;
 use unmix::Float;
 use unmix::ica::MomentsPass;
@@ -126,8 +126,9 @@ pub fn whiten_then<T: GemmFloat + serde::Serialize, R>(
     let mut storage = vec![T::ZERO; whiten::storage_len(d, k)];
     let mut ws = vec![0.0; whiten::workspace_len(d, k)];
     let mut w = WhitenerBuf::new(d, k, &mut storage)?;
+    // The eigen-decomposition on the CLI's kernel: faer's from 64 features.
     let info = w
-        .fit(m.view(), &job.options, &mut ws)
+        .fit_with(m.view(), &job.options, &mut ws, CliKernel::for_this_cpu())
         .map_err(|e| match e {
             unmix::Error::RankDeficient { rank, .. } if rank > 0 => anyhow::anyhow!(
                 "whitening failed: {e}; keep at most {rank} components (--n-components {rank})"

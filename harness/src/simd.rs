@@ -273,9 +273,10 @@ impl Kernel for CliKernel {
     }
 }
 
-/// From this many components the update's eigen-decomposition runs on faer (divide and
-/// conquer on a blocked tridiagonalisation) instead of the core's QL: at k = 64 0.34 against
-/// 0.42 ms, at 256 8.2 against 20 ms (Zen 2, one thread).
+/// From this many components (features, for the whitening's covariance) the update's and the
+/// whitening's eigen-decompositions run on faer (divide and conquer on a blocked
+/// tridiagonalisation) instead of the core's QL: at k = 64 0.34 against 0.42 ms, at 256 8.2
+/// against 20 ms (Zen 2, one thread).
 pub const EIGEN_MIN_K: usize = 64;
 
 /// [`unmix::linalg::symmetric_eigen`]'s contract (descending eigenvalues, unit eigenvectors as

@@ -16,14 +16,16 @@
 //! core's by about 1e-16 relative, the sources of the FastICA digits fixtures by 7e-13 (0.7 of the
 //! tolerance); reordering the input rows changes the portable path's own sources by 2.9e-13.
 //!
-//! The D = 256 fixtures (`laplace_d256_*`, 32 components) are held to [`RTOL_D256`] = 2e-9
-//! instead: there the first iterations amplify the moments' 1e-16 differences by the condition
-//! number of the start matrix's update (`sym(M) = (M M')^(-1/2) M` of a random start): after one
-//! iteration with `--tol 0` the two paths' sources differ by 2.4e-9 (exp) and 1.2e-10 (logcosh),
-//! after six by 4.1e-8 and 1.1e-9, and as the iterates converge the difference shrinks again, to
-//! 5.2e-10 and 9.7e-12 where scikit-learn stops (11 and 10 iterations). So it is amplification at
-//! the start, not compounding; scikit-learn's own sources agree with either path to 1e-6 with the
-//! same `n_iter` (`crosscheck_fastica.rs`).
+//! The D = 256 fixtures (`laplace_d256_*`, 32 components) are held to [`RTOL_D256`] = 6e-9
+//! instead: there the first iterations amplify the whitening's last-bit differences (the GEMM's
+//! moments, and from 64 features faer's eigenvectors of the covariance; each path's whitening
+//! agrees with LAPACK's to 3e-14 relative) by the condition number of the start matrix's update
+//! (`sym(M) = (M M')^(-1/2) M` of a random start): after one iteration with `--tol 0` the two
+//! paths' sources differ by 6.9e-9 (exp) and 7.5e-11 (logcosh), after six by 1.2e-7 and
+//! 6.4e-10, and as the iterates converge the difference shrinks again, to 9.1e-10 and 3.3e-12
+//! where scikit-learn stops (11 and 10 iterations; 1.5e-9 for the exp fixture's worst array). So
+//! it is amplification at the start, not compounding; scikit-learn's own sources agree with
+//! either path to 1e-6 with the same `n_iter` (`crosscheck_fastica.rs`).
 
 mod common;
 use common::*;
@@ -33,7 +35,7 @@ use unmix::ica::{ContrastKind, WhitenMode};
 const RTOL: f64 = 1e-12;
 
 /// The tolerance of the D = 256 fixtures (see the module's documentation): 4x the worst measured.
-const RTOL_D256: f64 = 2e-9;
+const RTOL_D256: f64 = 6e-9;
 
 /// The tolerance of the f32 parallel fixtures, whose passes the fast path runs in f32 blocks
 /// (`harness::blocks`): 12x the worst measured (7.9e-7); the f32 contract against scikit-learn

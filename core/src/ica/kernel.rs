@@ -46,11 +46,14 @@ pub trait Kernel: Copy + Sync {
     ) {
         crate::ica::update::decorrelate(v, s, w, k, p, out)
     }
-    /// The eigen-decomposition of the update's `W W'` (`k x k`), with the contract of
+    /// The eigen-decomposition of the update's `W W'` (`k x k`) and of the whitening's covariance
+    /// ([`WhitenerBuf::fit_with`](crate::whiten::WhitenerBuf::fit_with)), with the contract of
     /// [`linalg::symmetric_eigen`](crate::linalg::symmetric_eigen): descending eigenvalues in
-    /// `values`, their unit eigenvectors as the rows of `m`, `work` of `k` elements. The
-    /// decorrelation depends only on `P = V' S V`, not on the choice of eigenvectors within a
-    /// repeated eigenvalue, so another backward-stable solver changes only the last bits.
+    /// `values`, their unit eigenvectors as the rows of `m`, each with its first nonzero entry
+    /// positive, `work` of `k` elements. The decorrelation depends only on `P = V' S V`, not on
+    /// the choice of eigenvectors within a repeated eigenvalue, so another backward-stable solver
+    /// changes only the last bits; the whitening's eigenvectors move by the rounding over the
+    /// eigenvalue gap, as [`linalg::symmetric_eigen`](crate::linalg::symmetric_eigen)'s do.
     fn symmetric_eigen(
         &self,
         m: &mut [Sum],

@@ -315,6 +315,7 @@ fn fit_model<T: Float, E: Executor<T>, K: Kernel>(
             k,
             model.whitener_parts(),
             wws,
+            kernel,
         )?;
         exec.whiten(Some(&model.whitener_view(d, k)))?;
         (info, info.n_samples)
