@@ -590,34 +590,41 @@ pub fn fit_then<T: GemmFloat + serde::Serialize, R>(
     ))
 }
 
-/// Rows per block of a streamed output `k` wide (`elem` bytes a value) on `threads` threads:
-/// whole [`CHUNK`]s (whole pieces of [`map_rows`]), one per thread while a block stays within
-/// 32 MB (2 chunks at 256 f64 columns), at least one.
+/// Rows per block of a streamed output `k` wide (`elem` bytes a value) on `threads` threads: whole
+/// [`map_rows`] pieces, one per thread, or as many such rounds as fit in
+/// [`OUTPUT_BLOCK_BYTES`]. Small enough that the last block, whose writing nothing overlaps
+/// ([`crate::output::write_behind`]), is short, and that the two buffers in flight stay in the
+/// memory budget; large enough that a block's dispatch and its write call are amortised.
 pub fn output_block_rows(k: usize, elem: usize, threads: usize) -> usize {
-    let chunk_bytes = (CHUNK * k * elem).max(1);
-    CHUNK * threads.clamp(1, (32_000_000 / chunk_bytes).max(1))
+    let round = MAP_ROWS * threads.max(1);
+    let round_bytes = round * (k * elem).max(1);
+    round * (OUTPUT_BLOCK_BYTES / round_bytes).max(1)
 }
+
+/// The size a block of a streamed output aims at (see [`output_block_rows`]).
+pub const OUTPUT_BLOCK_BYTES: usize = 4 << 20;
 
 /// Writes the sources of `x` under `view` to `w` as a `.npy`, a block of
 /// [`output_block_rows`] rows at a time: the bytes of the whole matrix's [`map_rows`] and
-/// [`crate::io::write_npy_to`], without holding it. `after_block` runs after each block is
-/// written (the CLI starts its writeback: [`crate::output::start_writeback`]).
-pub fn write_sources<T: GemmFloat + crate::io::NpyFloat, W: std::io::Write>(
+/// [`crate::io::write_npy_to`], without holding it. Each block is written on a second thread
+/// while the next is computed ([`crate::output::write_behind`]); `after_block` runs there after
+/// each block is written (the CLI starts its writeback: [`crate::output::start_writeback`]).
+pub fn write_sources<T: GemmFloat + crate::io::NpyFloat, W: std::io::Write + Send>(
     view: &FastIcaView<'_, T>,
     x: &Matrix<T>,
     pool: &rayon::ThreadPool,
     w: &mut W,
-    mut after_block: impl FnMut(),
+    mut after_block: impl FnMut() + Send,
 ) -> Result<()> {
     let (n, d, k) = (x.rows, x.cols, view.n_components());
     let block = output_block_rows(k, std::mem::size_of::<T>(), pool.current_num_threads());
     let mut out = crate::io::NpyRows::begin(w, n, k)?;
-    let mut s = crate::io::zeroed(block.min(n) * k, T::ZERO);
-    for (b, xb) in x.data.chunks(block * d.max(1)).enumerate() {
-        let sb = &mut s[..xb.len() / d.max(1) * k];
+    let xs: Vec<&[T]> = x.data.chunks(block * d.max(1)).collect();
+    let fill = |b: usize, sb: &mut [T]| -> Result<usize> {
+        let sb = &mut sb[..xs[b].len() / d.max(1) * k];
         map_rows(
             pool,
-            xb,
+            xs[b],
             d,
             sb,
             k,
@@ -625,9 +632,14 @@ pub fn write_sources<T: GemmFloat + crate::io::NpyFloat, W: std::io::Write>(
             |xi, si| sources_of(view, xi, si),
         )
         .with_context(|| format!("sources of rows from {}", b * block))?;
+        Ok(sb.len())
+    };
+    let sink = |sb: &[T]| -> Result<()> {
         out.push(sb)?;
         after_block();
-    }
+        Ok(())
+    };
+    crate::output::write_behind(xs.len(), block.min(n) * k, T::ZERO, fill, sink)?;
     out.finish()
 }
 

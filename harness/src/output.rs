@@ -253,6 +253,68 @@ pub fn start_writeback(file: &std::fs::File) {
     let _ = file;
 }
 
+/// Computes blocks on this thread and hands them to `sink`, in block order, on a second thread
+/// (write-behind): while `sink` writes block `b` (for a file, mostly the kernel's copy into the
+/// page cache), `fill` computes block `b + 1`. `fill(b, buf)` computes block `b` of `blocks`
+/// into `buf` (`max_len` values) and returns how many values it filled. Two buffers of
+/// `max_len` circulate between the threads (one when there is one block).
+///
+/// The first error stops the stream: an error of `fill` is returned once `sink` has taken the
+/// blocks before it; an error of `sink` is returned and no later block goes to `sink`.
+pub fn write_behind<T: Clone + Send>(
+    blocks: usize,
+    max_len: usize,
+    zero: T,
+    mut fill: impl FnMut(usize, &mut [T]) -> Result<usize>,
+    mut sink: impl FnMut(&[T]) -> Result<()> + Send,
+) -> Result<()> {
+    use std::sync::mpsc::sync_channel;
+    if blocks == 0 {
+        return Ok(());
+    }
+    let buffers = blocks.min(2);
+    let (full_tx, full_rx) = sync_channel::<(Vec<T>, usize)>(buffers);
+    let (free_tx, free_rx) = sync_channel::<Vec<T>>(buffers);
+    for _ in 0..buffers {
+        free_tx
+            .send(crate::io::zeroed(max_len, zero.clone()))
+            .expect("a channel with room for every buffer");
+    }
+    std::thread::scope(|scope| {
+        let writer = std::thread::Builder::new()
+            .name("unmix-writer".into())
+            .spawn_scoped(scope, move || -> Result<()> {
+                for (buf, len) in full_rx {
+                    sink(&buf[..len])?;
+                    // Refused once every block is computed: the buffer is dropped here.
+                    let _ = free_tx.send(buf);
+                }
+                Ok(())
+            })?;
+        let mut filled = Ok(());
+        for b in 0..blocks {
+            // Both channels close only when the writer stopped on an error, which it returns.
+            let Ok(mut buf) = free_rx.recv() else { break };
+            match fill(b, &mut buf) {
+                Ok(len) => {
+                    if full_tx.send((buf, len)).is_err() {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    filled = Err(e);
+                    break;
+                }
+            }
+        }
+        drop(full_tx);
+        let written = writer
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        written.and(filled)
+    })
+}
+
 /// A hidden temporary file in `path`'s directory, registered for deletion on a signal.
 fn temporary_beside(path: &Path) -> Result<NamedTempFile> {
     let dir = parent_dir(path);
@@ -298,4 +360,95 @@ pub fn write_atomic(
     };
     outputs.write(flag, write)?;
     outputs.persist()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::write_behind;
+    use anyhow::bail;
+
+    /// Block `b` of the tests' streams: `len` values from `100 b`.
+    fn fill_block(b: usize, buf: &mut [u32], len: usize) -> usize {
+        for (i, v) in buf[..len].iter_mut().enumerate() {
+            *v = (100 * b + i) as u32;
+        }
+        len
+    }
+
+    #[test]
+    fn hands_every_block_to_the_sink_in_order() {
+        for blocks in [0, 1, 2, 3, 7] {
+            let mut seen = Vec::new();
+            // Blocks of 5 values, the last one short, as the last block of rows is.
+            let len = |b: usize| if b + 1 == blocks { 3 } else { 5 };
+            write_behind(
+                blocks,
+                5,
+                0u32,
+                |b, buf| Ok(fill_block(b, buf, len(b))),
+                |v| {
+                    seen.push(v.to_vec());
+                    Ok(())
+                },
+            )
+            .unwrap();
+            let expected: Vec<Vec<u32>> = (0..blocks)
+                .map(|b| (0..len(b)).map(|i| (100 * b + i) as u32).collect())
+                .collect();
+            assert_eq!(seen, expected, "{blocks} blocks");
+        }
+    }
+
+    #[test]
+    fn an_error_of_fill_comes_after_the_blocks_before_it() {
+        let mut seen = Vec::new();
+        let mut filled = Vec::new();
+        let err = write_behind(
+            6,
+            4,
+            0u32,
+            |b, buf| {
+                filled.push(b);
+                if b == 3 {
+                    bail!("block {b} failed");
+                }
+                Ok(fill_block(b, buf, 4))
+            },
+            |v| {
+                seen.push(v[0]);
+                Ok(())
+            },
+        )
+        .unwrap_err();
+        assert_eq!(err.to_string(), "block 3 failed");
+        assert_eq!(filled, [0, 1, 2, 3], "no block after the failed one");
+        assert_eq!(seen, [0, 100, 200]);
+    }
+
+    #[test]
+    fn an_error_of_the_sink_stops_the_stream() {
+        let mut seen = Vec::new();
+        let mut filled = 0;
+        let err = write_behind(
+            50,
+            4,
+            0u32,
+            |b, buf| {
+                filled += 1;
+                Ok(fill_block(b, buf, 4))
+            },
+            |v| {
+                seen.push(v[0]);
+                if v[0] == 100 {
+                    bail!("disk full");
+                }
+                Ok(())
+            },
+        )
+        .unwrap_err();
+        assert_eq!(err.to_string(), "disk full");
+        assert_eq!(seen, [0, 100], "no block after the failed write");
+        // At most the two buffers in flight and one more are computed after the failure.
+        assert!(filled <= 5, "{filled} blocks computed");
+    }
 }

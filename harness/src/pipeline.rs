@@ -171,17 +171,19 @@ pub fn covariance_error<T: GemmFloat>(
 }
 
 /// Whitens `x` under `view` a block of [`output_block_rows`] rows at a time and hands each block
-/// to `sink` in row order (one read of `x`, no copy of `Z` held).
+/// to `sink` in row order, on a second thread while the next block is computed
+/// ([`crate::output::write_behind`]): one read of `x`, no copy of `Z` held.
 pub fn whiten_blocks<T: GemmFloat>(
     view: &WhitenerView<'_, T>,
     x: &Matrix<T>,
     pool: &rayon::ThreadPool,
-    mut sink: impl FnMut(&[T]) -> Result<()>,
+    sink: impl FnMut(&[T]) -> Result<()> + Send,
 ) -> Result<()> {
     let (n, d, k) = (x.rows, x.cols, view.n_components());
     let block = output_block_rows(k, std::mem::size_of::<T>(), pool.current_num_threads());
-    let mut zb = crate::io::zeroed(block.min(n) * k, T::ZERO);
-    for (b, xb) in x.data.chunks(block * d.max(1)).enumerate() {
+    let xs: Vec<&[T]> = x.data.chunks(block * d.max(1)).collect();
+    let fill = |b: usize, zb: &mut [T]| -> Result<usize> {
+        let xb = xs[b];
         let z = &mut zb[..xb.len() / d.max(1) * k];
         map_rows(
             pool,
@@ -197,9 +199,9 @@ pub fn whiten_blocks<T: GemmFloat>(
             },
         )
         .map_err(|e| renumber(e, (b * block) as u64))?;
-        sink(z)?;
-    }
-    Ok(())
+        Ok(z.len())
+    };
+    crate::output::write_behind(xs.len(), block.min(n) * k, T::ZERO, fill, sink)
 }
 
 #[cfg(test)]
