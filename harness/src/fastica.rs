@@ -639,7 +639,8 @@ pub fn write_sources<T: GemmFloat + crate::io::NpyFloat, W: std::io::Write + Sen
         after_block();
         Ok(())
     };
-    crate::output::write_behind(xs.len(), block.min(n) * k, T::ZERO, fill, sink)?;
+    let behind = crate::output::core_to_spare(pool.current_num_threads());
+    crate::output::write_behind(xs.len(), block.min(n) * k, T::ZERO, behind, fill, sink)?;
     out.finish()
 }
 

@@ -253,11 +253,26 @@ pub fn start_writeback(file: &std::fs::File) {
     let _ = file;
 }
 
-/// Computes blocks on this thread and hands them to `sink`, in block order, on a second thread
-/// (write-behind): while `sink` writes block `b` (for a file, mostly the kernel's copy into the
-/// page cache), `fill` computes block `b + 1`. `fill(b, buf)` computes block `b` of `blocks`
-/// into `buf` (`max_len` values) and returns how many values it filled. Two buffers of
-/// `max_len` circulate between the threads (one when there is one block).
+/// Whether a computation on `threads` worker threads leaves a core for [`write_behind`]'s
+/// writer: with every core busy, the writer took turns with the workers, and at 2e4 x 256 on
+/// two threads `unmix whiten` was slower writing behind than writing in turn. `UNMIX_WRITE_BEHIND`
+/// `=always|never` overrides the choice (for measurements).
+pub fn core_to_spare(threads: usize) -> bool {
+    match std::env::var("UNMIX_WRITE_BEHIND").as_deref() {
+        Ok("always") => true,
+        Ok("never") => false,
+        _ => threads < std::thread::available_parallelism().map_or(1, |n| n.get()),
+    }
+}
+
+/// Computes blocks on this thread and hands them to `sink`, in block order. `fill(b, buf)`
+/// computes block `b` of `blocks` into `buf` (`max_len` values) and returns how many values it
+/// filled.
+///
+/// With `behind`, `sink` runs on a second thread (write-behind): while it writes block `b` (for
+/// a file, mostly the kernel's copy into the page cache), `fill` computes block `b + 1`. Two
+/// buffers of `max_len` circulate between the threads (one when there is one block). Without,
+/// the blocks are filled and sunk in turn on this thread, in one buffer.
 ///
 /// The first error stops the stream: an error of `fill` is returned once `sink` has taken the
 /// blocks before it; an error of `sink` is returned and no later block goes to `sink`.
@@ -265,11 +280,20 @@ pub fn write_behind<T: Clone + Send>(
     blocks: usize,
     max_len: usize,
     zero: T,
+    behind: bool,
     mut fill: impl FnMut(usize, &mut [T]) -> Result<usize>,
     mut sink: impl FnMut(&[T]) -> Result<()> + Send,
 ) -> Result<()> {
     use std::sync::mpsc::sync_channel;
     if blocks == 0 {
+        return Ok(());
+    }
+    if !behind {
+        let mut buf = crate::io::zeroed(max_len, zero);
+        for b in 0..blocks {
+            let len = fill(b, &mut buf)?;
+            sink(&buf[..len])?;
+        }
         return Ok(());
     }
     let buffers = blocks.min(2);
@@ -377,7 +401,10 @@ mod tests {
 
     #[test]
     fn hands_every_block_to_the_sink_in_order() {
-        for blocks in [0, 1, 2, 3, 7] {
+        for (blocks, behind) in [0, 1, 2, 3, 7]
+            .into_iter()
+            .flat_map(|b| [(b, true), (b, false)])
+        {
             let mut seen = Vec::new();
             // Blocks of 5 values, the last one short, as the last block of rows is.
             let len = |b: usize| if b + 1 == blocks { 3 } else { 5 };
@@ -385,6 +412,7 @@ mod tests {
                 blocks,
                 5,
                 0u32,
+                behind,
                 |b, buf| Ok(fill_block(b, buf, len(b))),
                 |v| {
                     seen.push(v.to_vec());
@@ -395,18 +423,25 @@ mod tests {
             let expected: Vec<Vec<u32>> = (0..blocks)
                 .map(|b| (0..len(b)).map(|i| (100 * b + i) as u32).collect())
                 .collect();
-            assert_eq!(seen, expected, "{blocks} blocks");
+            assert_eq!(seen, expected, "{blocks} blocks, behind: {behind}");
         }
     }
 
     #[test]
     fn an_error_of_fill_comes_after_the_blocks_before_it() {
+        for behind in [true, false] {
+            fill_fails_at_block_3(behind);
+        }
+    }
+
+    fn fill_fails_at_block_3(behind: bool) {
         let mut seen = Vec::new();
         let mut filled = Vec::new();
         let err = write_behind(
             6,
             4,
             0u32,
+            behind,
             |b, buf| {
                 filled.push(b);
                 if b == 3 {
@@ -427,12 +462,19 @@ mod tests {
 
     #[test]
     fn an_error_of_the_sink_stops_the_stream() {
+        for behind in [true, false] {
+            sink_fails_at_block_1(behind);
+        }
+    }
+
+    fn sink_fails_at_block_1(behind: bool) {
         let mut seen = Vec::new();
         let mut filled = 0;
         let err = write_behind(
             50,
             4,
             0u32,
+            behind,
             |b, buf| {
                 filled += 1;
                 Ok(fill_block(b, buf, 4))

@@ -201,7 +201,8 @@ pub fn whiten_blocks<T: GemmFloat>(
         .map_err(|e| renumber(e, (b * block) as u64))?;
         Ok(z.len())
     };
-    crate::output::write_behind(xs.len(), block.min(n) * k, T::ZERO, fill, sink)
+    let behind = crate::output::core_to_spare(pool.current_num_threads());
+    crate::output::write_behind(xs.len(), block.min(n) * k, T::ZERO, behind, fill, sink)
 }
 
 #[cfg(test)]
