@@ -224,18 +224,11 @@ pub fn run_chunks<T: Float + Send, P: Pass<T>>(
         .max(threads)
         .min(chunks)
         .max(1);
-    let mut slots: Vec<(Vec<f64>, Vec<T>)> = (0..round)
-        .map(|_| {
-            (
-                crate::io::zeroed(pass.partial_len(), 0.0),
-                crate::io::zeroed(scratch_len, T::ZERO),
-            )
-        })
-        .collect();
+    let mut slots = take_slots::<T>(round, pass.partial_len(), scratch_len);
     // The whole pass inside the pool: one hand-over to its threads, not one per round (with
     // one thread, a round per chunk woke a worker and put the caller to sleep 245 times a pass
     // at 1e6 rows, 5 % of an iteration).
-    pool.install(|| {
+    let result = pool.install(|| {
         let mut start = 0;
         while start < chunks {
             let end = (start + round).min(chunks);
@@ -257,7 +250,46 @@ pub fn run_chunks<T: Float + Send, P: Pass<T>>(
             start = end;
         }
         Ok(())
-    })
+    });
+    SLOTS.with(|cell| *cell.borrow_mut() = Some(Box::new(slots)));
+    result
+}
+
+/// A round's partials and scratch buffers, one pair a slot.
+type Slots<T> = Vec<(Vec<f64>, Vec<T>)>;
+
+thread_local! {
+    /// The slots of this thread's last [`run_chunks`], kept for its next pass: fresh ones each
+    /// pass (5 MB at 2e4 x 256) cost page faults, zeroing and a memset, 2-3 % of an iteration
+    /// there (perf). A slot's partial is zeroed before each chunk anyway.
+    static SLOTS: std::cell::RefCell<Option<Box<dyn std::any::Any>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// `round` slots of `partial_len` and `scratch_len` values: this thread's last ones when they
+/// hold the same type and are at most twice as large, else new ones.
+fn take_slots<T: Float>(round: usize, partial_len: usize, scratch_len: usize) -> Slots<T> {
+    let fits = |(p, s): &(Vec<f64>, Vec<T>)| {
+        p.capacity() <= 2 * partial_len.max(1) && s.capacity() <= 2 * scratch_len.max(1)
+    };
+    let mut slots: Slots<T> = SLOTS
+        .with(|cell| cell.borrow_mut().take())
+        .and_then(|b| b.downcast::<Slots<T>>().ok())
+        .map(|b| *b)
+        .unwrap_or_default();
+    slots.retain(fits);
+    slots.truncate(round);
+    for (partial, scratch) in &mut slots {
+        partial.resize(partial_len, 0.0);
+        scratch.resize(scratch_len, T::ZERO);
+    }
+    while slots.len() < round {
+        slots.push((
+            crate::io::zeroed(partial_len, 0.0),
+            crate::io::zeroed(scratch_len, T::ZERO),
+        ));
+    }
+    slots
 }
 
 impl<T: GemmFloat> Executor<T> for PoolExecutor<'_, T> {
