@@ -197,8 +197,13 @@ def whitening(repeat=5):
                     t_np.append(timeit.timeit(lambda: numpy_whiten(x), number=1))
                     t_io.append(timeit.timeit(lambda: np.save(zp, numpy_whiten(np.load(xp))), number=1))
                     t_sync.append(timeit.timeit(numpy_durable, number=1))
+                    # OpenBLAS's threads spin for a while after numpy's last product: the same
+                    # build run twice in a row at 1e5 x 64 on two threads took 0.081 then
+                    # 0.065 s, the first losing a core to them. So each process waits them out.
+                    time.sleep(0.2)
                     t_u.append(unmix_process(args, threads))
                     if base:
+                        time.sleep(0.2)
                         t_b.append(unmix_process(args, threads, exe=base))
             a, b, f, c = (sorted(t)[len(t) // 2] for t in (t_np, t_io, t_sync, t_u))
             last = f" | {sorted(t_b)[len(t_b) // 2]:11.3f} s" if base else ""
