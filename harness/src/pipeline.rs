@@ -1,6 +1,6 @@
 //! The jobs behind the subcommands, on in-memory tables.
 
-use crate::fastica::{map_rows, output_block_rows, pool, run_pass};
+use crate::fastica::{map_rows, output_block_rows, pool, release_slots, run_pass};
 use crate::io::Matrix;
 use crate::moments::GemmMoments;
 use crate::simd::{CliKernel, GEMM_MIN_K, GemmFloat, centred_product};
@@ -25,15 +25,20 @@ pub fn moments<T: Float + Send + Sync>(
     pool: &rayon::ThreadPool,
 ) -> Result<OwnedMoments> {
     let (d, threads) = (x.cols, pool.current_num_threads());
+    // The pass's slots are not of the FastICA passes' size: released, not kept for them.
     if uses_gemm(d) {
         let pass = GemmMoments::new(d)?;
         let mut total = vec![0.0; GemmMoments::partial_len_for(d)];
-        run_pass(pool, threads, &x.data, d, &pass, &mut total)?;
+        let result = run_pass(pool, threads, &x.data, d, &pass, &mut total);
+        release_slots();
+        result?;
         return Ok(owned(pass.view(&total)?));
     }
     let pass = MomentsPass::new(d)?;
     let mut total = vec![0.0; MomentsPass::partial_len_for(d)];
-    run_pass(pool, threads, &x.data, d, &pass, &mut total)?;
+    let result = run_pass(pool, threads, &x.data, d, &pass, &mut total);
+    release_slots();
+    result?;
     Ok(owned(pass.view(&total)?))
 }
 
