@@ -478,15 +478,21 @@ pub fn map_rows<T: Float + Send + Sync>(
                     #[inline(always)]
                     || f(xi, oi),
                 )
-                .map_err(|e| match e {
-                    unmix::Error::NonFinite { row, col } => unmix::Error::NonFinite {
-                        row: row + (index * MAP_ROWS) as u64,
-                        col,
-                    },
-                    other => other,
-                })
+                .map_err(|e| renumber(e, (index * MAP_ROWS) as u64))
             })
     })
+}
+
+/// `e` with a non-finite value's row counted `offset` rows further: from the start of the table
+/// instead of the start of its piece.
+pub fn renumber(e: unmix::Error, offset: u64) -> unmix::Error {
+    match e {
+        unmix::Error::NonFinite { row, col } => unmix::Error::NonFinite {
+            row: row + offset,
+            col,
+        },
+        other => other,
+    }
 }
 
 /// What `unmix fit` needs beyond the data.
@@ -651,11 +657,34 @@ pub fn output_block_rows(k: usize, elem: usize, threads: usize) -> usize {
 /// The size a block of a streamed output aims at (see [`output_block_rows`]).
 pub const OUTPUT_BLOCK_BYTES: usize = 4 << 20;
 
-/// Writes the sources of `x` under `view` to `w` as a `.npy`, a block of
-/// [`output_block_rows`] rows at a time: the bytes of the whole matrix's [`map_rows`] and
-/// [`crate::io::write_npy_to`], without holding it. Each block is written on a second thread
-/// while the next is computed ([`crate::output::write_behind`]); `after_block` runs there after
-/// each block is written (the CLI starts its writeback: [`crate::output::start_writeback`]).
+/// Maps the rows of `x` to rows `k` wide with `f`, a block of [`output_block_rows`] rows at a
+/// time on `pool` ([`map_rows`]), and hands each block to `sink` in row order: one read of `x`,
+/// no copy of the whole output held. `sink` runs on a second thread while the next block is
+/// computed when the workers leave a core free ([`crate::output::write_behind`]). An error names
+/// its row counted from the start of `x`. The whitening's and the sources' one streamer.
+pub fn stream_rows<T: GemmFloat>(
+    pool: &rayon::ThreadPool,
+    x: &Matrix<T>,
+    k: usize,
+    f: impl Fn(&[T], &mut [T]) -> unmix::Result<()> + Sync,
+    sink: impl FnMut(&[T]) -> Result<()> + Send,
+) -> Result<()> {
+    let (n, d, threads) = (x.rows, x.cols.max(1), pool.current_num_threads());
+    let block = output_block_rows(k, std::mem::size_of::<T>(), threads);
+    let xs: Vec<&[T]> = x.data.chunks(block * d).collect();
+    let fill = |b: usize, out: &mut [T]| -> Result<usize> {
+        let out = &mut out[..xs[b].len() / d * k];
+        map_rows(pool, xs[b], d, out, k, &f).map_err(|e| renumber(e, (b * block) as u64))?;
+        Ok(out.len())
+    };
+    let behind = crate::output::core_to_spare(threads);
+    crate::output::write_behind(xs.len(), block.min(n) * k, T::ZERO, behind, fill, sink)
+}
+
+/// Writes the sources of `x` under `view` to `w` as a `.npy` through [`stream_rows`]: the bytes
+/// of the whole matrix's [`map_rows`] and [`crate::io::write_npy_to`], without holding it.
+/// `after_block` runs after each block is written (the CLI starts its writeback:
+/// [`crate::output::start_writeback`]).
 pub fn write_sources<T: GemmFloat + crate::io::NpyFloat, W: std::io::Write + Send>(
     view: &FastIcaView<'_, T>,
     x: &Matrix<T>,
@@ -663,31 +692,21 @@ pub fn write_sources<T: GemmFloat + crate::io::NpyFloat, W: std::io::Write + Sen
     w: &mut W,
     mut after_block: impl FnMut() + Send,
 ) -> Result<()> {
-    let (n, d, k) = (x.rows, x.cols, view.n_components());
-    let block = output_block_rows(k, std::mem::size_of::<T>(), pool.current_num_threads());
-    let mut out = crate::io::NpyRows::begin(w, n, k)?;
-    let xs: Vec<&[T]> = x.data.chunks(block * d.max(1)).collect();
-    let fill = |b: usize, sb: &mut [T]| -> Result<usize> {
-        let sb = &mut sb[..xs[b].len() / d.max(1) * k];
-        map_rows(
-            pool,
-            xs[b],
-            d,
-            sb,
-            k,
-            #[inline(always)]
-            |xi, si| sources_of(view, xi, si),
-        )
-        .with_context(|| format!("sources of rows from {}", b * block))?;
-        Ok(sb.len())
-    };
+    let k = view.n_components();
+    let mut out = crate::io::NpyRows::begin(w, x.rows, k)?;
     let sink = |sb: &[T]| -> Result<()> {
         out.push(sb)?;
         after_block();
         Ok(())
     };
-    let behind = crate::output::core_to_spare(pool.current_num_threads());
-    crate::output::write_behind(xs.len(), block.min(n) * k, T::ZERO, behind, fill, sink)?;
+    stream_rows(
+        pool,
+        x,
+        k,
+        #[inline(always)]
+        |xi, si| sources_of(view, xi, si),
+        sink,
+    )?;
     out.finish()
 }
 
@@ -752,6 +771,39 @@ mod tests {
         })
         .unwrap();
         (serde_json::to_string(&model).unwrap(), sources)
+    }
+
+    /// A non-finite value past the first block of the streamed sources is named by its row in
+    /// the whole table, on 1 and 2 threads (on two cores: with the writer behind, then in turn).
+    #[test]
+    fn streamed_sources_name_rows_of_the_table() {
+        let (d, k) = (2, 2);
+        let x = mixtures(3000, d);
+        let block = output_block_rows(k, 8, 2);
+        let (bad_row, bad_col) = (block + 1234, 1);
+        let mut long = mixtures(block + 3000, d);
+        long.data[bad_row * d + bad_col] = f64::NAN;
+        for threads in [1, 2] {
+            let progress = |_: usize, _: f64| {};
+            let job = FitJob {
+                n_components: Some(k),
+                options: FastIcaOptions::default(),
+                init: WInit::Seed(3),
+                threads,
+                progress: &progress,
+            };
+            let (.., err) = fit_then(&x, &job, None, |view, pool| {
+                let mut bytes = Vec::new();
+                Ok(write_sources(view, &long, pool, &mut bytes, || {}).unwrap_err())
+            })
+            .unwrap();
+            let found = err.downcast_ref::<unmix::Error>().copied();
+            let expected = unmix::Error::NonFinite {
+                row: bad_row as u64,
+                col: bad_col,
+            };
+            assert_eq!(found, Some(expected), "{threads} threads: {err:#}");
+        }
     }
 
     /// Whitened rows stored, recomputed in every pass, or some of each: the same model and

@@ -1,6 +1,6 @@
 //! The jobs behind the subcommands, on in-memory tables.
 
-use crate::fastica::{map_rows, output_block_rows, pool, release_slots, run_pass};
+use crate::fastica::{pool, release_slots, run_pass, stream_rows};
 use crate::io::Matrix;
 use crate::moments::GemmMoments;
 use crate::simd::{CliKernel, GEMM_MIN_K, GemmFloat, centred_product};
@@ -48,17 +48,6 @@ fn owned(view: unmix::moments::MomentsRef<'_>) -> OwnedMoments {
         n: view.n_samples(),
         mean: view.mean().to_vec(),
         comoment: view.comoment_upper().to_vec(),
-    }
-}
-
-/// Row numbers of an error counted from `offset`.
-fn renumber(e: unmix::Error, offset: u64) -> unmix::Error {
-    match e {
-        unmix::Error::NonFinite { row, col } => unmix::Error::NonFinite {
-            row: row + offset,
-            col,
-        },
-        other => other,
     }
 }
 
@@ -175,39 +164,27 @@ pub fn covariance_error<T: GemmFloat>(
         .fold(0.0, f64::max))
 }
 
-/// Whitens `x` under `view` a block of [`output_block_rows`] rows at a time and hands each block
-/// to `sink` in row order, on a second thread while the next block is computed
-/// ([`crate::output::write_behind`]): one read of `x`, no copy of `Z` held.
+/// Whitens `x` under `view` through [`stream_rows`], handing each block to `sink` in row order:
+/// one read of `x`, no copy of `Z` held.
 pub fn whiten_blocks<T: GemmFloat>(
     view: &WhitenerView<'_, T>,
     x: &Matrix<T>,
     pool: &rayon::ThreadPool,
     sink: impl FnMut(&[T]) -> Result<()> + Send,
 ) -> Result<()> {
-    let (n, d, k) = (x.rows, x.cols, view.n_components());
-    let block = output_block_rows(k, std::mem::size_of::<T>(), pool.current_num_threads());
-    let xs: Vec<&[T]> = x.data.chunks(block * d.max(1)).collect();
-    let fill = |b: usize, zb: &mut [T]| -> Result<usize> {
-        let xb = xs[b];
-        let z = &mut zb[..xb.len() / d.max(1) * k];
-        map_rows(
-            pool,
-            xb,
-            d,
-            z,
-            k,
-            #[inline(always)]
-            |xi, zi| {
-                centred_product(xi, d, view.mean(), view.whitening(), zi, k, |xi, zi| {
-                    view.transform_rows(xi, zi)
-                })
-            },
-        )
-        .map_err(|e| renumber(e, (b * block) as u64))?;
-        Ok(z.len())
-    };
-    let behind = crate::output::core_to_spare(pool.current_num_threads());
-    crate::output::write_behind(xs.len(), block.min(n) * k, T::ZERO, behind, fill, sink)
+    let (d, k) = (x.cols, view.n_components());
+    stream_rows(
+        pool,
+        x,
+        k,
+        #[inline(always)]
+        |xi, zi| {
+            centred_product(xi, d, view.mean(), view.whitening(), zi, k, |xi, zi| {
+                view.transform_rows(xi, zi)
+            })
+        },
+        sink,
+    )
 }
 
 #[cfg(test)]
