@@ -3,7 +3,8 @@
 //! the data's own type; each block's sums are then added in `f64`, across blocks and chunks, as
 //! the core's pass does. The core's pass gathers rows into feature-major blocks of `f64`; this
 //! one multiplies the rows where they are (the gather was 8 % of a one-thread fit at
-//! 2e4 x 256), and a block's two halves carry their contrast with them to an idle thread.
+//! 2e4 x 256), and a chunk's two halves ([`HALF_CHUNK`]) carry their contrast with them to an
+//! idle thread.
 //!
 //! - `f32` data take it at every `k`: twice the lanes per instruction and half the bytes. A
 //!   block's sums carry `f32` rounding (about `1e-7` relative per product of 256 terms), never
@@ -22,8 +23,8 @@
 //!   the core's contrasts.
 //!
 //! Bits do not depend on the thread count: block boundaries are fixed from each chunk's first
-//! row, and a block's two halves (from [`SPLIT_MIN_K`] components) are added in a fixed order,
-//! whoever computes them. `UNMIX_SIMD=portable` keeps the core's pass and bits.
+//! row, and a chunk's two halves (from [`SPLIT_MIN_K`] components) are summed apart and added in
+//! a fixed order, whoever computes them. `UNMIX_SIMD=portable` keeps the core's pass and bits.
 
 use crate::simd::{
     GemmFloat, SPLIT_MIN_K, fused_multiply_add, gemm, portable_requested, uses_avx512,
@@ -31,13 +32,21 @@ use crate::simd::{
 use crate::{small8, vmath};
 use std::any::Any;
 use std::cell::RefCell;
-use unmix::ica::{Contrast, ContrastKind, Cube, Exp, Pass, PassSpec, add_parallel_sums};
+use unmix::ica::{CHUNK, Contrast, ContrastKind, Cube, Exp, Pass, PassSpec, add_parallel_sums};
 use unmix::{Error, Float, Result};
 
 /// Rows per block: a divisor of the transforms' 256-row blocks and of the pieces the executor
 /// hands over, so that every piece of a chunk starts a block (the bits then do not depend on
 /// how the chunk arrives).
 pub const BLOCK_ROWS: usize = 256;
+
+/// From [`SPLIT_MIN_K`] components, the rows of each chunk's first and last `HALF_CHUNK` are
+/// summed apart and added in that order: a fixed order, whoever runs them, in which two threads
+/// can share a chunk. At 2e4 x 256 (five chunks) the fifth then runs on both threads in two
+/// pieces of 2048 rows; shared a block's halves at a time, it ran only 1.34x faster than on
+/// one thread.
+pub const HALF_CHUNK: usize = CHUNK / 2;
+const _: () = assert!(HALF_CHUNK.is_multiple_of(BLOCK_ROWS));
 
 /// `inner` (a pass over rows of `T`), except that a parallel FastICA pass with a built-in contrast
 /// runs on row-major blocks at every `k` (unless `UNMIX_SIMD=portable`): even at `k = 8` the
@@ -50,6 +59,9 @@ pub struct BlockPass<'p, P, T> {
 
 struct Fast<T> {
     k: usize,
+    /// Regions of a partial ([`region_len`] each): two from [`SPLIT_MIN_K`] components, where
+    /// each chunk's halves are summed apart ([`HALF_CHUNK`]), else one.
+    regions: usize,
     /// The unmixing as given, for [`Folded`]'s `W V`.
     w_sum: Vec<f64>,
     /// The unmixing in the data's type.
@@ -74,6 +86,7 @@ impl<'p, P: Pass<T>, T: GemmFloat> BlockPass<'p, P, T> {
                 };
                 Some(Fast {
                     k,
+                    regions: if k >= SPLIT_MIN_K { 2 } else { 1 },
                     w_sum: w_sum.to_vec(),
                     w,
                     wt,
@@ -87,8 +100,12 @@ impl<'p, P: Pass<T>, T: GemmFloat> BlockPass<'p, P, T> {
 }
 
 impl<T: GemmFloat, P: Pass<T>> Pass<T> for BlockPass<'_, P, T> {
+    /// The block path's [`region_len`] per region, else the inner pass's.
     fn partial_len(&self) -> usize {
-        self.inner.partial_len()
+        match &self.fast {
+            Some(fast) => fast.regions * region_len(fast.k),
+            None => self.inner.partial_len(),
+        }
     }
     #[inline(always)] // into the executor's AVX2 instance
     fn accumulate(&self, partial: &mut [f64], first: u64, rows: &[T]) -> Result<()> {
@@ -97,12 +114,36 @@ impl<T: GemmFloat, P: Pass<T>> Pass<T> for BlockPass<'_, P, T> {
             None => self.inner.accumulate(partial, first, rows),
         }
     }
+    /// Adds each region's sums in order (`total` has the inner pass's layout).
     fn merge(&self, total: &mut [f64], next: &[f64]) -> Result<()> {
-        self.inner.merge(total, next)
+        let Some(fast) = &self.fast else {
+            return self.inner.merge(total, next);
+        };
+        let k = fast.k;
+        let len = region_len(k);
+        if next.len() < fast.regions * len {
+            return Err(Error::BufferTooSmall {
+                needed: fast.regions * len,
+                found: next.len(),
+            });
+        }
+        for region in next.chunks_exact(len).take(fast.regions) {
+            let (g, b) = region[1..].split_at(k * k);
+            add_parallel_sums(total, k, region[0] as u64, g, b)?;
+        }
+        Ok(())
     }
     fn spec(&self) -> Option<PassSpec<'_>> {
         self.inner.spec()
     }
+}
+
+/// Values of a region of the block path's partials: the rows, `G` (`k x k`) and `b` (`k`) summed
+/// so far, the layout [`add_parallel_sums`] adds to. Only the totals the inner pass's partial
+/// would hold, not its in-chunk sums, which the block path leaves at zero: a chunk's partial at
+/// k = 256 is then 0.5 MB a region to clear and merge, not 1 MB.
+fn region_len(k: usize) -> usize {
+    1 + k * k + k
 }
 
 /// What the block path needs of the data's type: its contrast, its `tanh` and `exp` with fused
@@ -121,6 +162,9 @@ pub trait BlockFloat: Float + core::ops::AddAssign {
     fn unmix8(wt: &[Self], z: &[Self], y: &mut [Self]) -> bool;
     /// `G = Y' Z` at [`small8::K`] components on [`crate::small8`]'s kernel; whether it ran.
     fn gram8(y: &[Self], z: &[Self], g: &mut [Self]) -> bool;
+    /// `f64` sums as this type's values, where they are the same type (for `f64`, so that a
+    /// block's `G` is added to them by its product).
+    fn as_sums(sums: &mut [f64]) -> Option<&mut [Self]>;
 }
 
 /// `y <- g(y)`, `b[i] += g'(y_i)` for `eval(u) = (g(u), g'(u))`, `W` values at a time, the
@@ -253,6 +297,10 @@ impl BlockFloat for f32 {
     fn gram8(y: &[f32], z: &[f32], g: &mut [f32]) -> bool {
         small8::gram_f32(y, z, g)
     }
+    #[inline(always)]
+    fn as_sums(_: &mut [f64]) -> Option<&mut [f32]> {
+        None
+    }
 }
 
 impl BlockFloat for f64 {
@@ -275,6 +323,10 @@ impl BlockFloat for f64 {
     #[inline(always)]
     fn gram8(y: &[f64], z: &[f64], g: &mut [f64]) -> bool {
         small8::gram(y, z, g)
+    }
+    #[inline(always)]
+    fn as_sums(sums: &mut [f64]) -> Option<&mut [f64]> {
+        Some(sums)
     }
 }
 
@@ -422,6 +474,10 @@ fn via_core<T: BlockFloat, const S: usize>(
 }
 
 impl<T: GemmFloat> Fast<T> {
+    /// Adds the rows `z` (from row `first` of the pass) to `partial`. From [`SPLIT_MIN_K`]
+    /// components the rows of each chunk's first and second [`HALF_CHUNK`] are summed into the
+    /// partial's two regions, which `merge` adds in order; a piece with rows in both runs the
+    /// two under [`crate::simd::join_fastest`], so an idle thread of the pool takes one.
     #[inline(always)]
     fn accumulate(&self, partial: &mut [f64], first: u64, z: &[T]) -> Result<()> {
         let k = self.k;
@@ -431,73 +487,88 @@ impl<T: GemmFloat> Fast<T> {
                 found: z.len(),
             });
         }
+        let len = region_len(k);
+        if partial.len() < self.regions * len {
+            return Err(Error::BufferTooSmall {
+                needed: self.regions * len,
+                found: partial.len(),
+            });
+        }
+        if self.regions == 1 {
+            return self.in_scratch(&mut partial[..len], first, z);
+        }
+        let (pa, pb) = partial[..2 * len].split_at_mut(len);
+        let middle = first - first % CHUNK as u64 + HALF_CHUNK as u64;
+        let before = usize::try_from(middle.saturating_sub(first))
+            .unwrap_or(usize::MAX)
+            .min(z.len() / k);
+        let (za, zb) = z.split_at(before * k);
+        let second = first + before as u64;
+        if za.is_empty() {
+            return self.in_scratch(pb, second, zb);
+        }
+        if zb.is_empty() {
+            return self.in_scratch(pa, first, za);
+        }
+        let (a, b) = crate::simd::join_fastest(
+            #[inline(always)]
+            || self.in_scratch(pa, first, za),
+            #[inline(always)]
+            || self.in_scratch(pb, second, zb),
+        );
+        a.and(b)
+    }
+
+    /// [`Self::run_blocks`] in this thread's block buffers.
+    #[inline(always)]
+    fn in_scratch(&self, partial: &mut [f64], first: u64, z: &[T]) -> Result<()> {
+        let k = self.k;
         // No closure around the blocks: a closure not inlined would be compiled outside the
         // caller's AVX2 instance.
-        let mut scratch = take_scratch(
-            |s: &Scratch<T>| s.blocks[0].b.len() == k,
-            || Scratch {
-                blocks: [Block::new(k), Block::new(k)],
-            },
-        );
-        let result = self.run_blocks(partial, first, z, &mut scratch.blocks);
-        put_scratch(scratch);
+        let mut block = take_scratch(|b: &Block<T>| b.b.len() == k, || Block::new(k));
+        let result = self.run_blocks(partial, first, z, &mut block);
+        put_scratch(block);
         result
     }
 
-    /// Each block's (half-block's) sums go straight into the partial, in row order, so that the
-    /// additions are the same however the chunk's rows arrive (whole or in pieces). Each block
-    /// is checked for non-finite values just before its products, while it is in the cache (a
-    /// separate scan of the chunk read it from memory twice: 6 % of an iteration at 1e6 x 8).
+    /// Each block's sums go straight into the partial, in row order, so that the additions are
+    /// the same however the chunk's rows arrive (whole or in pieces). Non-finite values are
+    /// looked for in each block's `Y`, in the cache after its product, not in its rows: checked
+    /// first, the rows came from memory there (4 % of a one-thread iteration at 2e4 x 256, 3.5
+    /// of 92.6 ms), and a separate scan of the chunk read them from memory twice (6 % at
+    /// 1e6 x 8).
     #[inline(always)]
     fn run_blocks(
         &self,
         partial: &mut [f64],
         first: u64,
         z: &[T],
-        blocks: &mut [Block<T>; 2],
+        block: &mut Block<T>,
     ) -> Result<()> {
         let k = self.k;
-        let half = BLOCK_ROWS / 2;
         for (index, zb) in z.chunks(BLOCK_ROWS * k).enumerate() {
             // The next block's rows, asked into the cache during this block's contrast.
             let next = z.get((index + 1) * BLOCK_ROWS * k..).unwrap_or(&[]);
             let next = &next[..next.len().min(BLOCK_ROWS * k)];
-            if let Some(pos) = crate::simd::first_non_finite(zb) {
-                return Err(Error::NonFinite {
-                    row: first + (index * BLOCK_ROWS + pos / k) as u64,
-                    col: pos % k,
+            if !block.run(self, zb, next, partial) {
+                // A non-finite value of `Z` makes its row of `Y` non-finite; a finite `Z`
+                // whose `Y` is not has overflowed.
+                return Err(match crate::simd::first_non_finite(zb) {
+                    Some(pos) => Error::NonFinite {
+                        row: first + (index * BLOCK_ROWS + pos / k) as u64,
+                        col: pos % k,
+                    },
+                    None => Error::Overflow,
                 });
             }
-            let nb = zb.len() / k;
-            if k >= SPLIT_MIN_K && nb > half {
-                // Two halves of the block, one of which an idle thread of the pool can take.
-                let (za, zc) = zb.split_at(half * k);
-                let (na, nc) = next.split_at(next.len().min(half * k));
-                let [a, c] = blocks;
-                crate::simd::join_fastest(
-                    #[inline(always)]
-                    || a.run(self, za, na),
-                    #[inline(always)]
-                    || c.run(self, zc, nc),
-                );
-                a.add_to(partial, half)?;
-                c.add_to(partial, nb - half)?;
-            } else {
-                blocks[0].run(self, zb, next);
-                blocks[0].add_to(partial, nb)?;
-            }
+            block.add_to(partial, zb.len() / k);
         }
         Ok(())
     }
 }
 
-/// A thread's buffers for [`Fast::run_blocks`]: two blocks (a block's halves).
-struct Scratch<T> {
-    blocks: [Block<T>; 2],
-}
-
 thread_local! {
-    /// The buffers of this thread's last pass ([`Scratch`] or [`FoldScratch`]), kept between
+    /// The buffers of this thread's last pass (a [`Block`] or a [`FoldScratch`]), kept between
     /// calls: a pass calls `accumulate` once per chunk (or per 1024-row piece), and fresh buffers
     /// each time (1.5 MB a block at k = 256) cost page faults and zeroing on the hot path.
     static SCRATCH: RefCell<Option<Box<dyn Any>>> = const { RefCell::new(None) };
@@ -524,6 +595,8 @@ struct Block<T> {
     y: Vec<T>,
     g: Vec<T>,
     b: Vec<T>,
+    /// Whether the last [`Block::run`] added `G` to the region itself.
+    g_added: bool,
 }
 
 impl<T: GemmFloat> Block<T> {
@@ -532,13 +605,18 @@ impl<T: GemmFloat> Block<T> {
             y: vec![T::ZERO; BLOCK_ROWS * k],
             g: vec![T::ZERO; k * k],
             b: vec![T::ZERO; k],
+            g_added: false,
         }
     }
 
     /// `G = g(Z W')' Z` and `b = sum g'(Z W')` over the rows `z` (`nb x k`), asking for the
-    /// rows `ahead` (the next block's) meanwhile.
+    /// rows `ahead` (the next block's) meanwhile; `false`, and neither computed, when
+    /// `Y = Z W'` has a non-finite value. In `f64` off the 8-component kernel the product adds
+    /// `G` to the region's `G` itself (`region`, [`region_len`]) and [`Self::add_to`] adds the
+    /// rest: one addition per entry, as `add_to` makes, without writing `G` and reading it back
+    /// (2 % of a one-thread iteration at 2e4 x 256).
     #[inline(always)]
-    fn run(&mut self, fast: &Fast<T>, z: &[T], ahead: &[T]) {
+    fn run(&mut self, fast: &Fast<T>, z: &[T], ahead: &[T], region: &mut [f64]) -> bool {
         let k = fast.k;
         let nb = z.len() / k;
         let y = &mut self.y[..nb * k];
@@ -547,17 +625,38 @@ impl<T: GemmFloat> Block<T> {
         if !(small && T::unmix8(&fast.wt, z, y)) {
             gemm(nb, k, k, z, (k, 1), &fast.w, (1, k), y, k, false);
         }
+        if crate::simd::first_non_finite(y).is_some() {
+            return false;
+        }
         self.b.fill(T::ZERO);
         T::contrast(fast.contrast, y, &mut self.b, k, ahead);
         // G = g(Y)' Z (k x k): A = g(Y)' (element (i, r) = y[r k + i]), B = Z (row stride k).
+        self.g_added = false;
         if !(small && T::gram8(y, z, &mut self.g)) {
-            gemm(k, nb, k, y, (1, k), z, (k, 1), &mut self.g, k, false);
+            match T::as_sums(&mut region[1..1 + k * k]) {
+                Some(sums) => {
+                    gemm(k, nb, k, y, (1, k), z, (k, 1), sums, k, true);
+                    self.g_added = true;
+                }
+                None => gemm(k, nb, k, y, (1, k), z, (k, 1), &mut self.g, k, false),
+            }
         }
+        true
     }
 
-    /// Adds this block's `G` and `b` (of `rows` rows) to `partial`, in f64.
-    fn add_to(&self, partial: &mut [f64], rows: usize) -> Result<()> {
-        add_parallel_sums(partial, self.b.len(), rows as u64, &self.g, &self.b)
+    /// Adds this block's `G` (unless its product did), `b` and `rows` to `region`, in `f64`.
+    fn add_to(&self, region: &mut [f64], rows: usize) {
+        let k = self.b.len();
+        region[0] += rows as f64;
+        let (g, b) = region[1..region_len(k)].split_at_mut(k * k);
+        if !self.g_added {
+            for (t, s) in g.iter_mut().zip(&self.g) {
+                *t += s.to_f64();
+            }
+        }
+        for (t, s) in b.iter_mut().zip(&self.b) {
+            *t += s.to_f64();
+        }
     }
 }
 
@@ -763,6 +862,44 @@ impl<T: GemmFloat> FoldBlock<T> {
 mod tests {
     use super::*;
     use unmix::ica::LogCosh;
+
+    /// A chunk's rows given whole, or in pieces of whole blocks (some cutting across the middle
+    /// of the chunk, where the second region starts), give the same partial, bit for bit: at
+    /// k = 64 (two regions) and k = 8 (one), in `f64` (`G` added by the product) and `f32`.
+    #[test]
+    fn a_chunk_in_pieces_has_the_bits_of_the_whole_chunk() {
+        fn check<T: GemmFloat>(k: usize) {
+            let z: Vec<T> = (0..CHUNK * k)
+                .map(|i| T::from_f64(((i * 7919 % 2003) as f64 - 1001.0) / 400.0))
+                .collect();
+            let w: Vec<f64> = (0..k * k)
+                .map(|i| {
+                    ((i * 31 % 17) as f64 - 8.0) / (8.0 * k as f64) + f64::from(i % (k + 1) == 0)
+                })
+                .collect();
+            let contrast = LogCosh::new(1.0).unwrap();
+            let kernel = crate::simd::CliKernel::for_this_cpu();
+            let inner = unmix::ica::ParallelPass::new(&w, k, &contrast, kernel).unwrap();
+            let pass = BlockPass::new(&inner);
+            let first = 3 * CHUNK; // a later chunk: rows are placed from their own number
+            let mut whole = vec![0.0; pass.partial_len()];
+            pass.accumulate(&mut whole, first as u64, &z).unwrap();
+            assert!(whole.iter().any(|v| *v != 0.0));
+            for piece in [BLOCK_ROWS, 3 * BLOCK_ROWS, 5 * BLOCK_ROWS, 1024] {
+                let mut parts = vec![0.0; pass.partial_len()];
+                for (i, rows) in z.chunks(piece * k).enumerate() {
+                    pass.accumulate(&mut parts, (first + i * piece) as u64, rows)
+                        .unwrap();
+                }
+                let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&parts), bits(&whole), "k {k}, pieces of {piece} rows");
+            }
+        }
+        for k in [8, 64] {
+            check::<f64>(k);
+            check::<f32>(k);
+        }
+    }
 
     /// The AVX-512 instance of the contrast against the AVX2 one, bit for bit: `g(y)` and the
     /// derivative sums, for the three contrasts, in `f64` and `f32`, at every `k` from 1 to 40

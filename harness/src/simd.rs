@@ -437,7 +437,9 @@ fn gemm_halves(
 /// rows, that an idle thread of the pool can take ([`rayon::join`]): a pass has one chunk of 4096
 /// rows per thread at most, so at 2e4 rows (5 chunks) one thread would otherwise run the last
 /// chunk alone. The split depends on `k` only, never on the thread count, and each output is
-/// the same GEMM arithmetic whoever runs it: the bits do not depend on the threads.
+/// the same GEMM arithmetic whoever runs it: the bits do not depend on the threads. (The
+/// CLI's parallel passes on row-major blocks share a lone chunk by its halves instead:
+/// [`crate::blocks::HALF_CHUNK`].)
 pub const SPLIT_MIN_K: usize = 64;
 
 /// The first half's output rows, for `k >= SPLIT_MIN_K`: half of `k` rounded up to a multiple
