@@ -131,6 +131,9 @@ def embedding(repeat=int(os.environ.get("UNMIX_EMBED_REPEAT", 3)),
                 wz = median(lambda: w @ z, repeat)
                 gz = median(lambda: z @ z.T, repeat)
                 rate = 2 * 2 * k * k * n / (wz + gz) / 1e9
+            # OpenBLAS's threads spin for a while after numpy's last product (see `whitening`):
+            # the first unmix process waits them out.
+            time.sleep(0.2)
             fit = ["fit", "--input", str(xp), "--model", str(model), "--n-components", str(k),
                    "--w-init", str(wp), "--tol", "0"]
             u1 = median(lambda: unmix_process(fit + ["--max-iter", "1"], threads), repeat)
