@@ -99,6 +99,42 @@ impl<'p, P: Pass<T>, T: GemmFloat> BlockPass<'p, P, T> {
     }
 }
 
+impl<T: GemmFloat, P: Pass<T>> BlockPass<'_, P, T> {
+    /// `partial` cut into the two regions that the rows before and from the middle of their
+    /// chunk ([`HALF_CHUNK`]) add to, where this pass sums a chunk's halves apart (the block path
+    /// from [`SPLIT_MIN_K`] components); else `None`.
+    pub fn regions<'a>(&self, partial: &'a mut [f64]) -> Option<(&'a mut [f64], &'a mut [f64])> {
+        let fast = self.fast.as_ref().filter(|f| f.regions == 2)?;
+        let len = region_len(fast.k);
+        (partial.len() >= 2 * len).then(|| partial[..2 * len].split_at_mut(len))
+    }
+
+    /// Adds `rows` (from row `first` of the pass, all on one side of their chunk's middle) to
+    /// `region`, the one of [`Self::regions`] for that side: what [`Pass::accumulate`] adds
+    /// there, so that the two sides of a chunk can be added at once.
+    #[inline(always)]
+    pub fn accumulate_region(&self, region: &mut [f64], first: u64, rows: &[T]) -> Result<()> {
+        let Some(fast) = self.fast.as_ref().filter(|f| f.regions == 2) else {
+            return Err(Error::InvalidParameter("the pass has no regions"));
+        };
+        let k = fast.k;
+        let len = region_len(k);
+        if region.len() < len {
+            return Err(Error::BufferTooSmall {
+                needed: len,
+                found: region.len(),
+            });
+        }
+        if !rows.len().is_multiple_of(k) {
+            return Err(Error::DimensionMismatch {
+                expected: rows.len().next_multiple_of(k),
+                found: rows.len(),
+            });
+        }
+        fast.in_scratch(&mut region[..len], first, rows)
+    }
+}
+
 impl<T: GemmFloat, P: Pass<T>> Pass<T> for BlockPass<'_, P, T> {
     /// The block path's [`region_len`] per region, else the inner pass's.
     fn partial_len(&self) -> usize {

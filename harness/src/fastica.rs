@@ -6,7 +6,7 @@
 //! partial results in row order. The core's chunked sums make that the same bits as one
 //! sequential pass, so `--threads` never changes a result.
 
-use crate::blocks::BlockPass;
+use crate::blocks::{BLOCK_ROWS, BlockPass, HALF_CHUNK};
 use crate::io::Matrix;
 use crate::simd::{GemmFloat, centred_product};
 use anyhow::{Context, Result};
@@ -36,6 +36,8 @@ pub const MEMORY_RESERVED: usize = 16_000_000;
 
 /// Rows a thread whitens again at a time when its chunk is not stored ([`PoolExecutor`]).
 pub const REWHITEN_ROWS: usize = MAP_ROWS;
+// Half a piece (a chunk's halves rewhitened at once) is still whole blocks of the pass.
+const _: () = assert!((REWHITEN_ROWS / 2).is_multiple_of(BLOCK_ROWS));
 
 /// How many leading [`CHUNK`]s of whitened rows (`k` wide, `elem` bytes a value) a fit of
 /// `n x d` on `threads` threads stores, so that its peak memory stays within 1.25 x the input
@@ -366,29 +368,60 @@ impl<T: GemmFloat> Executor<T> for PoolExecutor<'_, T> {
                         |xi, zi| view.transform_rows(xi, zi),
                     )
                 };
-                for start in (first..end).step_by(REWHITEN_ROWS) {
-                    let stop = (start + REWHITEN_ROWS).min(end);
-                    let zi = &mut scratch[..(stop - start) * k];
-                    // On the GEMM, the piece's two halves (whole 256-row blocks of the
-                    // transform, so the same products) under `rayon::join`: an idle thread
-                    // takes one, as it does the pass products' halves.
-                    let mid = start + (stop - start).div_ceil(2).next_multiple_of(256);
-                    if split_transform && mid < stop {
-                        let (za, zb) = zi.split_at_mut((mid - start) * k);
-                        let (a, b) = crate::simd::join_fastest(
-                            #[inline(always)]
-                            || whiten(start..mid, za),
-                            #[inline(always)]
-                            || whiten(mid..stop, zb),
-                        );
-                        a?;
-                        b?;
-                    } else {
-                        whiten(start..stop, zi)?;
+                // Rows `range` whitened a piece of `buf` at a time, each piece added to `sums`:
+                // the whole partial, or with `region` one of the block pass's two regions.
+                let rewhiten = |range: std::ops::Range<usize>,
+                                buf: &mut [T],
+                                sums: &mut [f64],
+                                region: bool|
+                 -> unmix::Result<()> {
+                    let piece = buf.len() / k.max(1);
+                    for start in range.clone().step_by(piece.max(1)) {
+                        let stop = (start + piece).min(range.end);
+                        let zi = &mut buf[..(stop - start) * k];
+                        // On the GEMM, the piece's two halves (whole 256-row blocks of the
+                        // transform, so the same products) under `rayon::join`: an idle thread
+                        // takes one, as it does the pass products' halves.
+                        let mid = start + (stop - start).div_ceil(2).next_multiple_of(256);
+                        if split_transform && mid < stop {
+                            let (za, zb) = zi.split_at_mut((mid - start) * k);
+                            let (a, b) = crate::simd::join_fastest(
+                                #[inline(always)]
+                                || whiten(start..mid, za),
+                                #[inline(always)]
+                                || whiten(mid..stop, zb),
+                            );
+                            a?;
+                            b?;
+                        } else {
+                            whiten(start..stop, zi)?;
+                        }
+                        if region {
+                            pass.accumulate_region(sums, start as u64, zi)?;
+                        } else {
+                            pass.accumulate(sums, start as u64, zi)?;
+                        }
                     }
-                    pass.accumulate(partial, start as u64, zi)?;
+                    Ok(())
+                };
+                // Where the pass sums the chunk's halves apart, the two at once, half the
+                // scratch each: a lone chunk then runs on both threads, as a stored one does
+                // (at 2e4 x 256 f32 with four of five chunks stored, the fifth took as long
+                // as two chunks on two threads).
+                let middle = (first + HALF_CHUNK).min(end);
+                if middle < end
+                    && let Some((pa, pb)) = pass.regions(partial)
+                {
+                    let (sa, sb) = scratch.split_at_mut(scratch.len() / 2);
+                    let (a, b) = crate::simd::join_fastest(
+                        #[inline(always)]
+                        || rewhiten(first..middle, sa, pa, true),
+                        #[inline(always)]
+                        || rewhiten(middle..end, sb, pb, true),
+                    );
+                    return a.and(b);
                 }
-                Ok(())
+                rewhiten(first..end, scratch, partial, false)
             },
         )
     }
