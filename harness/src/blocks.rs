@@ -104,9 +104,7 @@ impl<T: GemmFloat, P: Pass<T>> BlockPass<'_, P, T> {
     /// chunk ([`HALF_CHUNK`]) add to, where this pass sums a chunk's halves apart (the block path
     /// from [`SPLIT_MIN_K`] components); else `None`.
     pub fn regions<'a>(&self, partial: &'a mut [f64]) -> Option<(&'a mut [f64], &'a mut [f64])> {
-        let fast = self.fast.as_ref().filter(|f| f.regions == 2)?;
-        let len = region_len(fast.k);
-        (partial.len() >= 2 * len).then(|| partial[..2 * len].split_at_mut(len))
+        self.fast.as_ref()?.regions(partial)
     }
 
     /// Adds `rows` (from row `first` of the pass, all on one side of their chunk's middle) to
@@ -114,24 +112,10 @@ impl<T: GemmFloat, P: Pass<T>> BlockPass<'_, P, T> {
     /// there, so that the two sides of a chunk can be added at once.
     #[inline(always)]
     pub fn accumulate_region(&self, region: &mut [f64], first: u64, rows: &[T]) -> Result<()> {
-        let Some(fast) = self.fast.as_ref().filter(|f| f.regions == 2) else {
-            return Err(Error::InvalidParameter("the pass has no regions"));
-        };
-        let k = fast.k;
-        let len = region_len(k);
-        if region.len() < len {
-            return Err(Error::BufferTooSmall {
-                needed: len,
-                found: region.len(),
-            });
+        match self.fast.as_ref().filter(|f| f.regions == 2) {
+            Some(fast) => fast.in_scratch(region, first, rows),
+            None => Err(Error::InvalidParameter("the pass has no regions")),
         }
-        if !rows.len().is_multiple_of(k) {
-            return Err(Error::DimensionMismatch {
-                expected: rows.len().next_multiple_of(k),
-                found: rows.len(),
-            });
-        }
-        fast.in_scratch(&mut region[..len], first, rows)
     }
 }
 
@@ -516,24 +500,17 @@ impl<T: GemmFloat> Fast<T> {
     /// two under [`crate::simd::join_fastest`], so an idle thread of the pool takes one.
     #[inline(always)]
     fn accumulate(&self, partial: &mut [f64], first: u64, z: &[T]) -> Result<()> {
-        let k = self.k;
-        if !z.len().is_multiple_of(k) {
-            return Err(Error::DimensionMismatch {
-                expected: z.len().next_multiple_of(k),
-                found: z.len(),
-            });
-        }
-        let len = region_len(k);
-        if partial.len() < self.regions * len {
-            return Err(Error::BufferTooSmall {
-                needed: self.regions * len,
-                found: partial.len(),
-            });
-        }
         if self.regions == 1 {
-            return self.in_scratch(&mut partial[..len], first, z);
+            return self.in_scratch(partial, first, z);
         }
-        let (pa, pb) = partial[..2 * len].split_at_mut(len);
+        let found = partial.len();
+        let Some((pa, pb)) = self.regions(partial) else {
+            return Err(Error::BufferTooSmall {
+                needed: 2 * region_len(self.k),
+                found,
+            });
+        };
+        let k = self.k;
         let middle = first - first % CHUNK as u64 + HALF_CHUNK as u64;
         let before = usize::try_from(middle.saturating_sub(first))
             .unwrap_or(usize::MAX)
@@ -555,10 +532,32 @@ impl<T: GemmFloat> Fast<T> {
         a.and(b)
     }
 
-    /// [`Self::run_blocks`] in this thread's block buffers.
+    /// `partial`'s two regions, where it has two ([`BlockPass::regions`]).
+    fn regions<'a>(&self, partial: &'a mut [f64]) -> Option<(&'a mut [f64], &'a mut [f64])> {
+        let len = region_len(self.k);
+        (self.regions == 2 && partial.len() >= 2 * len)
+            .then(|| partial[..2 * len].split_at_mut(len))
+    }
+
+    /// [`Self::run_blocks`] on one region of `partial` (its start), in this thread's block
+    /// buffers: where every way in ([`Pass::accumulate`], [`BlockPass::accumulate_region`])
+    /// checks the rows and the region.
     #[inline(always)]
     fn in_scratch(&self, partial: &mut [f64], first: u64, z: &[T]) -> Result<()> {
         let k = self.k;
+        if !z.len().is_multiple_of(k) {
+            return Err(Error::DimensionMismatch {
+                expected: z.len().next_multiple_of(k),
+                found: z.len(),
+            });
+        }
+        let found = partial.len();
+        let Some(partial) = partial.get_mut(..region_len(k)) else {
+            return Err(Error::BufferTooSmall {
+                needed: region_len(k),
+                found,
+            });
+        };
         // No closure around the blocks: a closure not inlined would be compiled outside the
         // caller's AVX2 instance.
         let mut block = take_scratch(|b: &Block<T>| b.b.len() == k, || Block::new(k));

@@ -369,7 +369,9 @@ impl<T: GemmFloat> Executor<T> for PoolExecutor<'_, T> {
                     )
                 };
                 // Rows `range` whitened a piece of `buf` at a time, each piece added to `sums`:
-                // the whole partial, or with `region` one of the block pass's two regions.
+                // the whole partial, or with `region` one of the block pass's two regions. (A
+                // flag, not a closure for the addition: a closure passed down would not be
+                // inlined into the caller's AVX2 instance, nor the contrast with it.)
                 let rewhiten = |range: std::ops::Range<usize>,
                                 buf: &mut [T],
                                 sums: &mut [f64],
