@@ -167,20 +167,23 @@ impl<T: Float> Pass<T> for GemmMoments {
         for (i, chunk) in rows.chunks(CHUNK * d).enumerate() {
             let mut nc = 0;
             for (j, rows) in chunk.chunks(BLOCK_ROWS * d).enumerate() {
-                // Checked a block at a time, so that the rows read from memory here are still
-                // in the cache for the mean and the centring (a whole chunk is 8 MB at D = 256).
-                if let Some(pos) = crate::simd::first_non_finite(rows) {
-                    return Err(Error::NonFinite {
-                        row: first + (i * CHUNK + j * BLOCK_ROWS + pos / d) as u64,
-                        col: pos % d,
-                    });
-                }
                 let rb = rows.len() / d;
                 bmean.fill(0.0);
                 for row in rows.chunks_exact(d) {
                     for (m, x) in bmean.iter_mut().zip(row) {
                         *m += x.to_f64();
                     }
+                }
+                // A NaN or infinity in the rows makes their sum one, so the rows are searched
+                // only then, for the error (finite values too large for the sum go on, as they
+                // did when every block was searched first, a pass more over its rows).
+                if bmean.iter().any(|m| !m.is_finite())
+                    && let Some(pos) = crate::simd::first_non_finite(rows)
+                {
+                    return Err(Error::NonFinite {
+                        row: first + (i * CHUNK + j * BLOCK_ROWS + pos / d) as u64,
+                        col: pos % d,
+                    });
                 }
                 let inv = 1.0 / rb as f64;
                 for m in bmean.iter_mut() {
@@ -295,6 +298,52 @@ mod tests {
         }
     }
 
+    /// `sum` with Neumaier's compensation: within a couple of roundings of the exact sum.
+    fn compensated_sum(values: impl Iterator<Item = f64>) -> f64 {
+        let (mut sum, mut c) = (0.0f64, 0.0f64);
+        for v in values {
+            let t = sum + v;
+            c += if sum.abs() >= v.abs() {
+                (sum - t) + v
+            } else {
+                (v - t) + sum
+            };
+            sum = t;
+        }
+        sum + c
+    }
+
+    /// Against a reference two orders more accurate (two passes with compensated sums) on
+    /// offset data: the GEMM's comoment within 6e-15 of the largest entry, and no further than
+    /// the core's (measured: 4.9e-15, 1.7e-15 and 2.1e-16 at d = 1, 7 and 64; the core's
+    /// 5.7e-15, 2.9e-15 and 3.4e-15).
+    #[test]
+    fn is_accurate_on_offset_data() {
+        for d in [1, 7, 64] {
+            let n = 2 * CHUNK + 777;
+            let x = data(n, d);
+            let mean: Vec<f64> = (0..d)
+                .map(|j| compensated_sum(x.iter().skip(j).step_by(d).copied()) / n as f64)
+                .collect();
+            let mut exact = vec![0.0; d * d];
+            for i in 0..d {
+                for j in i..d {
+                    exact[i * d + j] = compensated_sum(
+                        x.chunks_exact(d)
+                            .map(|r| (r[i] - mean[i]) * (r[j] - mean[j])),
+                    );
+                }
+            }
+            let (gmean, gemm) = gemm_moments(&x, d, &[n]);
+            let (_, core) = core_moments(&x, d);
+            close_upper(&gmean, &mean, 1, 1e-15);
+            let g = close_upper(&gemm, &exact, d, 6e-15);
+            let c = close_upper(&core, &exact, d, 1e-14);
+            assert!(g <= c, "d = {d}: GEMM {g:e} against the core's {c:e}");
+            eprintln!("d = {d}: comoment error / max entry: GEMM {g:.1e}, core {c:.1e}");
+        }
+    }
+
     #[test]
     fn non_finite_rows_are_named() {
         let d = 3;
@@ -310,6 +359,22 @@ mod tests {
                 col: 2
             }
         );
+        // Infinities of both signs in one column of a block: their sum is NaN, the first named.
+        let mut x = data(CHUNK + 10, d);
+        x[(CHUNK + 7) * d + 1] = f64::NEG_INFINITY;
+        x[(CHUNK + 9) * d + 1] = f64::INFINITY;
+        let e = pass.accumulate(&mut partial, 0, &x).unwrap_err();
+        let expected = Error::NonFinite {
+            row: CHUNK as u64 + 7,
+            col: 1,
+        };
+        assert_eq!(e, expected);
+        // Finite values whose sum overflows are not blamed on a row.
+        let mut x = data(300, d);
+        x[5 * d] = f64::MAX;
+        x[6 * d] = f64::MAX;
+        partial.fill(0.0);
+        pass.accumulate(&mut partial, 0, &x).unwrap();
     }
 
     /// On the digits (small integers) the exact comoment is `(n S_ij - s_i s_j) / n` with the
