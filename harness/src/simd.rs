@@ -509,12 +509,6 @@ pub fn centred_product<T: GemmFloat>(
         .enumerate()
     {
         let nb = xb.len() / in_w;
-        if let Some(pos) = first_non_finite(xb) {
-            return Err(unmix::Error::NonFinite {
-                row: (b * TRANSFORM_BLOCK_ROWS + pos / in_w) as u64,
-                col: pos % in_w,
-            });
-        }
         let cb = &mut centred[..nb * in_w];
         for (crow, row) in cb.chunks_exact_mut(in_w).zip(xb.chunks_exact(in_w)) {
             for ((c, v), mu) in crow.iter_mut().zip(row).zip(mean) {
@@ -534,8 +528,18 @@ pub fn centred_product<T: GemmFloat>(
             out_w,
             false,
         );
+        // A NaN or infinity among a row's inputs makes every output of the row one (an
+        // infinity times a zero is NaN), so the inputs are searched only when an output is not
+        // finite, for the error they would have given first; else the product overflowed. (The
+        // search before the centring read each block from memory once more.)
         if first_non_finite(ob).is_some() {
-            return Err(unmix::Error::Overflow);
+            return Err(match first_non_finite(xb) {
+                Some(pos) => unmix::Error::NonFinite {
+                    row: (b * TRANSFORM_BLOCK_ROWS + pos / in_w) as u64,
+                    col: pos % in_w,
+                },
+                None => unmix::Error::Overflow,
+            });
         }
     }
     Ok(())
@@ -549,6 +553,58 @@ const _: () = assert!(crate::fastica::MAP_ROWS.is_multiple_of(TRANSFORM_BLOCK_RO
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `centred_product` on the GEMM names the first non-finite input of the first block that
+    /// has one (row of the whole input, column), even where its weights are zero, and reports
+    /// finite inputs whose product overflows as `Overflow`.
+    #[test]
+    fn centred_product_names_non_finite_inputs() {
+        let (in_w, out_w, n) = (16, TRANSFORM_GEMM_MIN, 3 * TRANSFORM_BLOCK_ROWS + 5);
+        let x: Vec<f64> = (0..n * in_w)
+            .map(|i| ((i * 7919) % 101) as f64 / 50.0)
+            .collect();
+        let mean = vec![0.5; in_w];
+        let mut out = vec![0.0; n * out_w];
+        let run = |x: &[f64], m: &[f64], out: &mut [f64]| {
+            centred_product(x, in_w, &mean, m, out, out_w, |_, _| {
+                unreachable!("core path")
+            })
+        };
+        let weights: Vec<f64> = (0..out_w * in_w).map(|i| (i % 13) as f64 - 6.0).collect();
+        run(&x, &weights, &mut out).unwrap();
+        // Column 3 weighs nothing in any output.
+        let mut zero_col = weights.clone();
+        for row in zero_col.chunks_exact_mut(in_w) {
+            row[3] = 0.0;
+        }
+        for (m, bad, at) in [
+            (&weights, f64::NAN, [(600, 9), (700, 2)]),
+            (
+                &zero_col,
+                f64::INFINITY,
+                [(2 * TRANSFORM_BLOCK_ROWS + 1, 3), (n - 1, 0)],
+            ),
+            (&zero_col, f64::NEG_INFINITY, [(5, 3), (6, 3)]),
+        ] {
+            let mut x = x.clone();
+            for (row, col) in at {
+                x[row * in_w + col] = bad;
+            }
+            let (row, col) = at[0];
+            let e = run(&x, m, &mut out).unwrap_err();
+            assert_eq!(
+                e,
+                unmix::Error::NonFinite {
+                    row: row as u64,
+                    col
+                },
+                "{bad}"
+            );
+        }
+        let mut x = x.clone();
+        x[300 * in_w] = f64::MAX;
+        assert_eq!(run(&x, &weights, &mut out), Err(unmix::Error::Overflow));
+    }
 
     /// The grouped search finds what `position` finds: every non-finite kind, in a group, at
     /// a group's edges and in the remainder, with earlier ones masking later ones, in f32 and
