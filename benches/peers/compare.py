@@ -93,8 +93,9 @@ def embedding(repeat=int(os.environ.get("UNMIX_EMBED_REPEAT", 3)),
     """Per-iteration time, whole fit and whitening at embedding sizes, 1 and 2 threads, with
     numpy's matmul rate on the pass shapes measured in the same run. One iteration is
     (fit with max_iter 11 - fit with max_iter 1) / 10 at tol 0, for both sides, the median of
-    `repeat` runs each; the last column is unmix's iteration on the same file read as f32,
-    against its f64 iteration. On a noisy machine UNMIX_EMBED_ITERATIONS=31 (max_iter 31, / 30)
+    `repeat` runs each; the last two columns are unmix's iteration on the same file read as
+    f32 (`--dtype f32`) and on an f32 `.npy` file of the same values, against its f64
+    iteration. On a noisy machine UNMIX_EMBED_ITERATIONS=31 (max_iter 31, / 30)
     and UNMIX_EMBED_REPEAT=5 steady the differences, at about three times the run time."""
     import warnings
     from sklearn.exceptions import ConvergenceWarning
@@ -103,7 +104,8 @@ def embedding(repeat=int(os.environ.get("UNMIX_EMBED_REPEAT", 3)),
     subprocess.run(["cargo", "build", "--release", "-p", "harness"], cwd=ROOT, check=True)
     rng = np.random.default_rng(0)
     print(f"{'N x D (K)':>18} thr | iteration sk / unmix (ratio) | fit sk / unmix (ratio) "
-          f"| whiten numpy / unmix | numpy matmul GF/s | unmix f32 iteration")
+          f"| whiten numpy / unmix | numpy matmul GF/s | unmix f32 iteration (--dtype f32) "
+          f"| unmix f32 iteration (f32 file)")
     sizes = SIZES
     if os.environ.get("UNMIX_EMBED_SIZES"):  # e.g. "100000x64x64,20000x256x256"
         sizes = [tuple(int(v) for v in s.split("x")) for s in os.environ["UNMIX_EMBED_SIZES"].split(",")]
@@ -111,7 +113,9 @@ def embedding(repeat=int(os.environ.get("UNMIX_EMBED_REPEAT", 3)),
         x = rng.laplace(size=(n, d)) @ rng.standard_normal((d, d)).T
         w = rng.standard_normal((k, k))
         xp, wp = DATA / f"emb_{n}_{d}.npy", DATA / f"emb_w_{k}.npy"
+        xp32 = DATA / f"emb_{n}_{d}_f32.npy"
         np.save(xp, x)
+        np.save(xp32, x.astype(np.float32))
         np.save(wp, w)
         model = DATA / "emb_model.json"
         for threads in (1, 2):
@@ -147,11 +151,20 @@ def embedding(repeat=int(os.environ.get("UNMIX_EMBED_REPEAT", 3)),
             f32 = fit + ["--dtype", "f32"]
             v1 = median(lambda: unmix_process(f32 + ["--max-iter", "1"], threads), repeat)
             v11 = median(lambda: unmix_process(f32 + ["--max-iter", str(many)], threads), repeat)
-            it_sk, it_u, it_f32 = ((t - o) / (many - 1) for t, o in ((t11, t1), (u11, u1), (v11, v1)))
+            # And an f32 `.npy` file of the same values: mapped and released as it is whitened,
+            # every white row stored, where the `--dtype f32` copy counts as the input of the
+            # memory bound and may leave chunks to be whitened again in each pass.
+            f32_file = ["fit", "--input", str(xp32), "--model", str(model), "--n-components",
+                        str(k), "--w-init", str(wp), "--tol", "0"]
+            q1 = median(lambda: unmix_process(f32_file + ["--max-iter", "1"], threads), repeat)
+            q11 = median(lambda: unmix_process(f32_file + ["--max-iter", str(many)], threads), repeat)
+            it_sk, it_u, it_f32, it_f32_file = (
+                (t - o) / (many - 1) for t, o in ((t11, t1), (u11, u1), (v11, v1), (q11, q1)))
             print(f"{n:>9} x {d:>3} ({k:>3}) {threads:>3} | {it_sk * 1e3:7.1f} / {it_u * 1e3:7.1f} ms "
-                  f"({it_sk / it_u:4.1f}x) | {sk_fit:6.2f} / {u_fit:6.2f} s ({sk_fit / u_fit:4.1f}x) "
+                  f"({it_sk / it_u:5.2f}x) | {sk_fit:6.2f} / {u_fit:6.2f} s ({sk_fit / u_fit:4.1f}x) "
                   f"| {np_white:5.2f} / {u_white:5.2f} s | {rate:5.1f} "
-                  f"| f32 {it_f32 * 1e3:7.1f} ms ({it_u / it_f32:4.1f}x f64)")
+                  f"| f32 {it_f32 * 1e3:7.1f} ms ({it_u / it_f32:4.2f}x f64) "
+                  f"| f32 file {it_f32_file * 1e3:7.1f} ms ({it_u / it_f32_file:4.2f}x f64)")
 
 
 def whitening(repeat=5):
