@@ -86,6 +86,7 @@ fn peers(c: &mut Criterion) {
             init: WInit::Matrix(&w_init),
             threads,
             progress: &|_, _| {},
+            converted_from: None,
         };
         group.bench_function(format!("cli_fit_n1e5_d8_threads{threads}"), |b| {
             b.iter(|| {

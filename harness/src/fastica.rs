@@ -45,11 +45,19 @@ const _: () = assert!((REWHITEN_ROWS / 2).is_multiple_of(BLOCK_ROWS));
 /// rows per thread at a time. All chunks when they fit (no per-thread buffers are needed then).
 /// Besides [`MEMORY_RESERVED`], the budget holds a pass's partial results (one per thread, the
 /// total and the driver's workspace: `threads + 4` of the parallel pass's, the largest) and
-/// [`ROUND_BYTES`].
-pub fn white_chunks_to_store(n: usize, d: usize, k: usize, elem: usize, threads: usize) -> usize {
+/// [`ROUND_BYTES`]. The input is `input_elem` bytes a value: `elem`, or the file's where the
+/// rows are a conversion of it (`--dtype f32` on an f64 file, whose bound is the file's).
+pub fn white_chunks_to_store(
+    n: usize,
+    d: usize,
+    k: usize,
+    elem: usize,
+    input_elem: usize,
+    threads: usize,
+) -> usize {
     let chunks = n.div_ceil(CHUNK);
     let chunk_bytes = (CHUNK * k * elem).max(1);
-    let budget = white_budget(n, d, k, elem, threads);
+    let budget = white_budget(n, d, k, elem, input_elem, threads);
     if n.saturating_mul(k).saturating_mul(elem) <= budget {
         return chunks;
     }
@@ -57,15 +65,25 @@ pub fn white_chunks_to_store(n: usize, d: usize, k: usize, elem: usize, threads:
     (budget.saturating_sub(buffers) / chunk_bytes).min(chunks)
 }
 
-/// Bytes [`white_chunks_to_store`] may give to white rows on `threads` threads.
-fn white_budget(n: usize, d: usize, k: usize, elem: usize, threads: usize) -> usize {
-    let input = n.saturating_mul(d).saturating_mul(elem);
+/// Bytes [`white_chunks_to_store`] may give to white rows on `threads` threads: 1.25 x the
+/// input (`input_elem` bytes a value) plus [`MEMORY_SLACK`], less the rows held (`elem` bytes a
+/// value) and the reserve.
+fn white_budget(
+    n: usize,
+    d: usize,
+    k: usize,
+    elem: usize,
+    input_elem: usize,
+    threads: usize,
+) -> usize {
+    let held = n.saturating_mul(d).saturating_mul(elem);
+    let input = n.saturating_mul(d).saturating_mul(input_elem);
     let partial = 8 * ica::ParallelPass::<ica::LogCosh, _>::partial_len_with(
         k,
         crate::simd::CliKernel::for_this_cpu(),
     );
     let reserved = MEMORY_RESERVED + ROUND_BYTES + (threads.max(1) + 4) * partial;
-    (input / 4 + MEMORY_SLACK).saturating_sub(reserved)
+    (input.saturating_add(input / 4) + MEMORY_SLACK).saturating_sub(held.saturating_add(reserved))
 }
 
 /// Whether FastICA's parallel passes over `n x d` white rows of `k` components (`elem` bytes a
@@ -80,12 +98,13 @@ fn white_budget(n: usize, d: usize, k: usize, elem: usize, threads: usize) -> us
 ///
 /// `UNMIX_FOLD=always` or `never` overrides the choice (tests, benchmarks); `UNMIX_SIMD=portable`
 /// never folds.
-pub fn folds_whitening(n: usize, d: usize, k: usize, elem: usize) -> bool {
+pub fn folds_whitening(n: usize, d: usize, k: usize, elem: usize, input_elem: usize) -> bool {
     if crate::simd::portable_requested() {
         return false;
     }
     fold_requested().unwrap_or_else(|| {
-        d < 2 * k && n.saturating_mul(k).saturating_mul(elem) > white_budget(n, d, k, elem, 1)
+        d < 2 * k
+            && n.saturating_mul(k).saturating_mul(elem) > white_budget(n, d, k, elem, input_elem, 1)
     })
 }
 
@@ -127,6 +146,8 @@ pub struct PoolExecutor<'a, T> {
     parallel_only: bool,
     /// The input's mapped pages, released as they are whitened ([`Self::releasing`]).
     release: Option<&'a crate::io::Values<T>>,
+    /// Bytes a value of the file the rows were converted from ([`Self::converted_from`]).
+    input_elem: Option<usize>,
 }
 
 impl<'a, T: Float + Send + Sync> PoolExecutor<'a, T> {
@@ -141,7 +162,18 @@ impl<'a, T: Float + Send + Sync> PoolExecutor<'a, T> {
             store_chunks: None,
             parallel_only: false,
             release: None,
+            input_elem: None,
         }
+    }
+    /// Says that the rows are a conversion of a file of `elem` bytes a value (`--dtype f32` on
+    /// an f64 file): the memory bound is 1.25 x that file plus 50 MB, of which the rows take
+    /// their own size, so more white rows may be stored (at 2e4 x 256 all of them, where the
+    /// rows' own size as the input left one chunk in five to be whitened again in each pass).
+    /// Where the file is smaller than the rows, fewer. The bits do not change where the
+    /// whitening is not folded in ([`folds_whitening`], which reads the same budget).
+    pub fn converted_from(mut self, elem: usize) -> Self {
+        self.input_elem = Some(elem);
+        self
     }
     /// Passes over `values` (in place of the rows given to [`Self::new`]), whose pages, when
     /// they are a file's mapped pages, are released as they are whitened
@@ -434,13 +466,15 @@ impl<T: GemmFloat> Executor<T> for PoolExecutor<'_, T> {
                 let (d, k) = (self.d, v.n_components());
                 let n = self.x.len() / d;
                 let release = self.release;
-                let fold = release.is_none() && folds_whitening(n, d, k, std::mem::size_of::<T>());
+                let elem = std::mem::size_of::<T>();
+                let input_elem = self.input_elem.unwrap_or(elem);
+                let fold = release.is_none() && folds_whitening(n, d, k, elem, input_elem);
                 let stored_chunks = match self.store_chunks {
                     _ if fold && self.parallel_only => 0,
                     Some(c) => c,
                     // The white rows (`k <= d` wide) take the released input's place.
                     None if release.is_some() => n.div_ceil(CHUNK),
-                    None => white_chunks_to_store(n, d, k, std::mem::size_of::<T>(), self.threads),
+                    None => white_chunks_to_store(n, d, k, elem, input_elem, self.threads),
                 };
                 let stored_rows = stored_chunks.saturating_mul(CHUNK).min(n);
                 let mut z = crate::io::zeroed(stored_rows * k, T::ZERO);
@@ -542,6 +576,9 @@ pub struct FitJob<'a> {
     pub threads: usize,
     /// Called after each iteration with (iteration, change).
     pub progress: &'a (dyn Fn(usize, f64) + Sync),
+    /// Bytes a value of the file the rows were converted from, if they were
+    /// ([`PoolExecutor::converted_from`]).
+    pub converted_from: Option<usize>,
 }
 
 /// A fitted model plus its sources.
@@ -607,6 +644,9 @@ pub fn fit_then<T: GemmFloat + serde::Serialize, R>(
     let mut exec = PoolExecutor::new(&x.data, d, &pool).releasing(&x.data);
     if let Some(c) = store_chunks {
         exec = exec.store_at_most(c);
+    }
+    if let Some(elem) = job.converted_from {
+        exec = exec.converted_from(elem);
     }
     if opts.ica.algorithm == ica::Algorithm::Parallel {
         exec = exec.parallel_passes();
@@ -798,6 +838,7 @@ mod tests {
             init: WInit::Seed(3),
             threads,
             progress: &progress,
+            converted_from: None,
         };
         let (model, _, sources) = fit_then(x, &job, store, |view, pool| {
             let mut bytes = Vec::new();
@@ -826,6 +867,7 @@ mod tests {
                 init: WInit::Seed(3),
                 threads,
                 progress: &progress,
+                converted_from: None,
             };
             let (.., err) = fit_then(&x, &job, None, |view, pool| {
                 let mut bytes = Vec::new();
@@ -924,18 +966,29 @@ mod tests {
     fn the_memory_budget_decides_what_is_stored() {
         // 1e6 x 8 f64 (64 MB): 64 MB of white rows do not fit in 16 + 50 MB less the reserve.
         let (n, d, k) = (1_000_000, 8, 8);
-        let stored = white_chunks_to_store(n, d, k, 8, 2);
+        let stored = white_chunks_to_store(n, d, k, 8, 8, 2);
         let chunks = n.div_ceil(CHUNK);
         assert!(0 < stored && stored < chunks, "{stored} of {chunks}");
         let held = stored * CHUNK * k * 8 + 2 * REWHITEN_ROWS * k * 8 + MEMORY_RESERVED;
         assert!(held <= n * d * 8 / 4 + MEMORY_SLACK, "{held} bytes");
         assert!(stored * CHUNK * k * 8 >= n * d * 8 / 4);
         // 1e5 x 768 to 64 components (614 MB): 51 MB of white rows fit.
-        assert_eq!(white_chunks_to_store(100_000, 768, 64, 8, 2), 25);
+        assert_eq!(white_chunks_to_store(100_000, 768, 64, 8, 8, 2), 25);
         // Small inputs are held whole whatever k.
-        assert_eq!(white_chunks_to_store(5000, 64, 64, 8, 4), 2);
+        assert_eq!(white_chunks_to_store(5000, 64, 64, 8, 8, 4), 2);
         // Nothing stored when the partials of 64 threads at k = 768 take the whole budget.
-        assert_eq!(white_chunks_to_store(100_000, 768, 768, 8, 64), 0);
+        assert_eq!(white_chunks_to_store(100_000, 768, 768, 8, 8, 64), 0);
+        // 2e4 x 256 read as f32 (20 MB): bounded by the f64 file it came from (41 MB), all
+        // five chunks are stored on two threads (bounded by its own size, four with the AVX-512
+        // kernel's partials), and the f32 rows, the white rows and the reserve stay within
+        // 1.25 x the file plus 50 MB.
+        let (n, d, k) = (20_000, 256, 256);
+        assert_eq!(white_chunks_to_store(n, d, k, 4, 8, 2), 5);
+        let held = n * d * 4 + n * k * 4 + MEMORY_RESERVED;
+        assert!(held <= n * d * 8 * 5 / 4 + MEMORY_SLACK, "{held} bytes");
+        // The other way (f64 rows from an f32 file of 1e6 x 8), the budget shrinks.
+        let (n, d, k) = (1_000_000, 8, 8);
+        assert!(white_chunks_to_store(n, d, k, 8, 4, 2) < white_chunks_to_store(n, d, k, 8, 8, 2));
     }
 
     /// The whitening is folded into the parallel passes where the white rows do not fit and
@@ -945,14 +998,15 @@ mod tests {
         if std::env::var_os("UNMIX_FOLD").is_some() || crate::simd::portable_requested() {
             return; // overridden for this process
         }
-        assert!(folds_whitening(20_000, 256, 256, 8));
-        assert!(folds_whitening(100_000, 64, 64, 8));
-        assert!(folds_whitening(1_000_000, 8, 8, 8));
-        // f32: the white rows fit.
-        assert!(!folds_whitening(20_000, 256, 256, 4));
-        assert!(!folds_whitening(1_000_000, 8, 8, 4));
+        assert!(folds_whitening(20_000, 256, 256, 8, 8));
+        assert!(folds_whitening(100_000, 64, 64, 8, 8));
+        assert!(folds_whitening(1_000_000, 8, 8, 8, 8));
+        // f32: the white rows fit, the more so bounded by an f64 file's size.
+        assert!(!folds_whitening(20_000, 256, 256, 4, 4));
+        assert!(!folds_whitening(20_000, 256, 256, 4, 8));
+        assert!(!folds_whitening(1_000_000, 8, 8, 4, 4));
         // 64 of 768 features: whitening again is cheaper than folding.
-        assert!(!folds_whitening(10_000_000, 768, 64, 8));
-        assert!(!folds_whitening(5000, 64, 64, 8));
+        assert!(!folds_whitening(10_000_000, 768, 64, 8, 8));
+        assert!(!folds_whitening(5000, 64, 64, 8, 8));
     }
 }

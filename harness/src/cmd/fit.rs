@@ -1,6 +1,6 @@
 //! `unmix fit`: FastICA with scikit-learn's algorithm and options; writes the model and sources.
 
-use super::{check_fit_size, explain_rank_zero, named, read_input, require_npy, threads};
+use super::{check_fit_size, explain_rank_zero, named, read_input_described, require_npy, threads};
 use crate::fastica::{self, FitJob};
 use crate::io::{self, Matrix, Table};
 use crate::output::Outputs;
@@ -108,7 +108,7 @@ pub fn run(a: &Args) -> Result<serde_json::Value> {
         rank_rtol: a.rank_rtol,
         canonical: a.canonical,
     };
-    let table = read_input(&a.input)?;
+    let (table, stored_as) = read_input_described(&a.input)?;
     let (n, d) = table.shape();
     let k = if a.whiten == WhitenMode::None {
         d
@@ -135,18 +135,21 @@ pub fn run(a: &Args) -> Result<serde_json::Value> {
             a.max_iter
         ));
     };
+    let dtype = a.dtype.unwrap_or(if matches!(table, Table::F32(_)) {
+        Dtype::F32
+    } else {
+        Dtype::F64
+    });
     let job = FitJob {
         n_components: a.n_components,
         options,
         init,
         threads,
         progress: &report,
+        // A float64 file read as f32: the memory bound is the file's, of which the f32 copy
+        // takes half.
+        converted_from: (dtype == Dtype::F32 && stored_as == "float64").then_some(8),
     };
-    let dtype = a.dtype.unwrap_or(if matches!(table, Table::F32(_)) {
-        Dtype::F32
-    } else {
-        Dtype::F64
-    });
     let input = a.input.display();
     let (model, info) = match dtype {
         Dtype::F32 => fit_and_write(&table.into_f32(), &job, &mut outputs, a.sources.is_some()),

@@ -43,10 +43,16 @@ pub fn threads(requested: Option<usize>) -> usize {
 
 /// Reads the samples and says on stderr what was read (the file's own type, e.g. int64).
 pub fn read_input(path: &Path) -> Result<Table> {
+    Ok(read_input_described(path)?.0)
+}
+
+/// [`read_input`], with the type stored in the file (`"float64"`, `"int32"`, `"csv (read as
+/// float64)"`...).
+pub fn read_input_described(path: &Path) -> Result<(Table, String)> {
     let (table, dtype) = io::read_table_described(path)?;
     let (n, d) = table.shape();
     eprintln!("read {n} x {d} ({dtype}) from {}", path.display());
-    Ok(table)
+    Ok((table, dtype))
 }
 
 /// Fails unless `path` ends in `.npy`.

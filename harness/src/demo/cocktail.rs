@@ -65,6 +65,7 @@ pub fn run(n: usize, seed: u64, threads: usize) -> Result<Cocktail> {
             init: WInit::Seed(seed),
             threads,
             progress: &progress,
+            converted_from: None,
         },
     )?;
     let (mcc, pairs) = mcc_against(&sources, &fitted.sources)?;
