@@ -984,8 +984,9 @@ mod tests {
         // kernel's partials), and the f32 rows, the white rows and the reserve stay within
         // 1.25 x the file plus 50 MB.
         let (n, d, k) = (20_000, 256, 256);
-        assert_eq!(white_chunks_to_store(n, d, k, 4, 8, 2), 5);
-        let held = n * d * 4 + n * k * 4 + MEMORY_RESERVED;
+        let stored = white_chunks_to_store(n, d, k, 4, 8, 2);
+        assert_eq!(stored, 5);
+        let held = n * d * 4 + (stored * CHUNK).min(n) * k * 4 + MEMORY_RESERVED;
         assert!(held <= n * d * 8 * 5 / 4 + MEMORY_SLACK, "{held} bytes");
         // The other way (f64 rows from an f32 file of 1e6 x 8), the budget shrinks.
         let (n, d, k) = (1_000_000, 8, 8);
