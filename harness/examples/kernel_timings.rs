@@ -1,0 +1,133 @@
+//! In-process timings of the CLI's pieces at embedding scale, for the figures in
+//! `benches/README.md` ("Checks folded into the first read"): medians over repeated calls,
+//! without a process's start-up or I/O around them.
+//!
+//! ```text
+//! cargo run --release -p harness --example kernel_timings -- moments X.npy THREADS
+//! cargo run --release -p harness --example kernel_timings -- transform X.npy
+//! cargo run --release -p harness --example kernel_timings -- update K
+//! cargo run --release -p harness --example kernel_timings -- products ROWS K
+//! ```
+//!
+//! `moments`: `harness::pipeline::moments` of an f64 `.npy` on a pool of THREADS threads.
+//! `transform`: `harness::simd::centred_product` of it by a D x D matrix. `update`: one
+//! parallel FastICA update at K components on the CLI's kernel (`W W'`, then with the
+//! eigen-decomposition, the decorrelation's products, the whole step) from a pseudo-random `W`.
+//! `products`: the block pass's two products (`Y = Z W'`, `G += Y' Z` on 256-row blocks) over
+//! ROWS x K pseudo-random rows.
+
+use harness::simd::{CliKernel, centred_product, fastest, gemm};
+use std::time::Instant;
+use unmix::ica::Kernel;
+
+/// Median of `runs` timings of `f`, in ms.
+fn median_ms(runs: usize, mut f: impl FnMut()) -> f64 {
+    let mut ts: Vec<f64> = (0..runs)
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed().as_secs_f64() * 1e3
+        })
+        .collect();
+    ts.sort_by(f64::total_cmp);
+    ts[runs / 2]
+}
+
+/// `len` values in [-0.5, 0.5) from a fixed linear congruential sequence.
+fn values(len: usize) -> Vec<f64> {
+    let mut seed = 1u64;
+    (0..len)
+        .map(|_| {
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (seed >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+        })
+        .collect()
+}
+
+fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let arg = |i: usize| -> anyhow::Result<&str> {
+        args.get(i)
+            .map(String::as_str)
+            .ok_or_else(|| anyhow::anyhow!("missing argument {i}; see the example's docs"))
+    };
+    match arg(0)? {
+        "moments" => {
+            let x = harness::io::read_table(std::path::Path::new(arg(1)?))?.into_f64();
+            let threads: usize = arg(2)?.parse()?;
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()?;
+            let ms = median_ms(15, || {
+                pool.install(|| harness::pipeline::moments(&x, &pool).map(|_| ()))
+                    .expect("moments");
+            });
+            println!("moments, {threads} threads: median of 15 {ms:.2} ms");
+        }
+        "transform" => {
+            let x = harness::io::read_table(std::path::Path::new(arg(1)?))?.into_f64();
+            let d = x.cols;
+            let m = values(d * d);
+            let mean = vec![0.1; d];
+            let mut out = vec![0.0; x.rows * d];
+            let ms = median_ms(21, || {
+                fastest(|| centred_product(&x.data, d, &mean, &m, &mut out, d, |_, _| Ok(())))
+                    .expect("transform");
+            });
+            println!("centred_product: median of 21 {ms:.2} ms");
+        }
+        "update" => {
+            let k: usize = arg(1)?.parse()?;
+            let kernel = CliKernel::for_this_cpu();
+            let w = values(k * k);
+            let gb: Vec<f64> = values(k * k + k).iter().map(|v| v * 1e3).collect();
+            let (mut m, mut p, mut out) = (vec![0.0; k * k], vec![0.0; k * k], vec![0.0; k * k]);
+            let (mut vals, mut work) = (vec![0.0; k], vec![0.0; k]);
+            let mut ws = vec![0.0; k * k + unmix::ica::update::sym_workspace_len(k)];
+            let gram = median_ms(51, || kernel.gram(&w, k, &mut m));
+            let eigen = median_ms(51, || {
+                kernel.gram(&w, k, &mut m);
+                kernel
+                    .symmetric_eigen(&mut m, k, &mut vals, &mut work)
+                    .expect("eigen");
+            });
+            let decorrelate = median_ms(51, || {
+                kernel.decorrelate(&m, &vals, &w, k, &mut p, &mut out)
+            });
+            let step = median_ms(51, || {
+                let mut w = w.clone();
+                unmix::ica::update::parallel_step_with(&mut w, &gb, 20_000, k, &mut ws, kernel)
+                    .expect("step");
+            });
+            println!(
+                "update at k = {k}, medians of 51: W W' {gram:.3} ms, W W' and eigen {eigen:.3} ms, \
+                 decorrelate {decorrelate:.3} ms, whole step {step:.3} ms"
+            );
+        }
+        "products" => {
+            let (rows, k): (usize, usize) = (arg(1)?.parse()?, arg(2)?.parse()?);
+            let nb = 256;
+            let z = values(rows.next_multiple_of(nb) * k);
+            let w = values(k * k);
+            let (mut y, mut g) = (vec![0.0; nb * k], vec![0.0; k * k]);
+            let ms = median_ms(9, || {
+                fastest(|| {
+                    for zb in z.chunks_exact(nb * k) {
+                        gemm(nb, k, k, zb, (k, 1), &w, (1, k), &mut y, k, false);
+                        gemm(k, nb, k, &y, (1, k), zb, (k, 1), &mut g, k, true);
+                    }
+                })
+            });
+            let flops = 4.0 * z.len() as f64 * k as f64;
+            println!(
+                "the pass's two products over {} rows of {k}: median of 9 {ms:.2} ms, {:.1} GF/s",
+                z.len() / k,
+                flops / ms / 1e6
+            );
+        }
+        other => anyhow::bail!("unknown mode {other}: moments, transform, update or products"),
+    }
+    Ok(())
+}
