@@ -146,9 +146,13 @@ pub fn run(a: &Args) -> Result<serde_json::Value> {
         init,
         threads,
         progress: &report,
-        // A float64 file read as f32: the memory bound is the file's, of which the f32 copy
-        // takes half.
-        converted_from: (dtype == Dtype::F32 && stored_as == "float64").then_some(8),
+        // A float file read as the other type: the memory bound is the file's, of which the
+        // copy takes half (f32) or twice (f64; the passes then fold the whitening in).
+        converted_from: match (dtype, stored_as.as_str()) {
+            (Dtype::F32, "float64") => Some(8),
+            (Dtype::F64, "float32") => Some(4),
+            _ => None,
+        },
     };
     let input = a.input.display();
     let (model, info) = match dtype {
