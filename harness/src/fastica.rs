@@ -168,10 +168,11 @@ impl<'a, T: Float + Send + Sync> PoolExecutor<'a, T> {
     }
     /// Says that the rows are a conversion of a file of `elem` bytes a value (`--dtype f32` on
     /// an f64 file, or f64 on an f32 one): the memory bound is 1.25 x that file plus 50 MB, of
-    /// which the rows take their own size, so more white rows may be stored (at 2e4 x 256 all
-    /// of them, where the rows' own size as the input left one chunk in five to be whitened
-    /// again in each pass). Where the file is smaller than the rows, fewer. The bits do not change where the
-    /// whitening is not folded in ([`folds_whitening`], which reads the same budget).
+    /// which the rows take their own size. From an f64 file more white rows may be stored (at
+    /// 2e4 x 256 all of them, where the rows' own size as the input left one chunk in five to
+    /// be whitened again in each pass); from an f32 file, twice smaller than the rows, fewer.
+    /// The bits do not change where the whitening is not folded in ([`folds_whitening`], which
+    /// reads the same budget).
     pub fn converted_from(mut self, elem: usize) -> Self {
         self.input_elem = Some(elem);
         self
