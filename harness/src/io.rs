@@ -978,6 +978,18 @@ mod tests {
         }
     }
 
+    /// `x` (`rows x cols`) written to a `.npy` file in `dir` and read back (mapped, when large).
+    fn written_and_read<T: npyz::AutoSerialize + Copy + 'static>(
+        dir: &Path,
+        rows: usize,
+        cols: usize,
+        x: &[T],
+    ) -> Table {
+        let path = dir.join("x.npy");
+        write_npy(&path, &Matrix::new(rows, cols, x.to_vec()).unwrap()).unwrap();
+        read_npy(&path).unwrap()
+    }
+
     /// Released pages of a mapped table read back with the file's values, whatever the range
     /// (pages cut at either end, ranges past the end, empty); a vector ignores it.
     #[test]
@@ -985,11 +997,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (rows, cols) = (3000, 70);
         let x: Vec<f64> = (0..rows * cols).map(|i| (i as f64 * 0.61).cos()).collect();
-        let path = dir.path().join("x.npy");
-        write_npy(&path, &Matrix::new(rows, cols, x.clone()).unwrap()).unwrap();
-        let Table::F64(m) = read_npy(&path).unwrap() else {
-            panic!("not f64")
-        };
+        let m = written_and_read(dir.path(), rows, cols, &x).into_f64();
         assert!(m.data.is_mapped());
         for range in [
             0..1000,
@@ -1018,16 +1026,14 @@ mod tests {
         assert!(owned[..] == x[..]);
     }
 
+    /// A mapped table converted to the other type gives the exact conversions and leaves its
+    /// file's pages released, so that the file and the copy are not both held.
     #[test]
     fn conversions_release_the_file_as_they_read_it() {
         let dir = tempfile::tempdir().unwrap();
         let (rows, cols) = (2000, 300);
         let x: Vec<f32> = (0..rows * cols).map(|i| (i as f32 * 0.37).sin()).collect();
-        let path = dir.path().join("x.npy");
-        write_npy(&path, &Matrix::new(rows, cols, x.clone()).unwrap()).unwrap();
-        let Table::F32(m) = read_npy(&path).unwrap() else {
-            panic!("not f32")
-        };
+        let m = written_and_read(dir.path(), rows, cols, &x).into_f32();
         assert!(m.data.is_mapped());
         let wide = m.converted_releasing(f64::from);
         assert!(wide.iter().zip(&x).all(|(w, v)| *w == f64::from(*v)));
