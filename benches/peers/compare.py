@@ -154,8 +154,7 @@ def embedding(repeat=int(os.environ.get("UNMIX_EMBED_REPEAT", 3)),
             # And an f32 `.npy` file of the same values: mapped and released as it is whitened,
             # every white row stored, where the `--dtype f32` copy counts as the input of the
             # memory bound and may leave chunks to be whitened again in each pass.
-            f32_file = ["fit", "--input", str(xp32), "--model", str(model), "--n-components",
-                        str(k), "--w-init", str(wp), "--tol", "0"]
+            f32_file = [str(xp32) if a == str(xp) else a for a in fit]
             q1 = median(lambda: unmix_process(f32_file + ["--max-iter", "1"], threads), repeat)
             q11 = median(lambda: unmix_process(f32_file + ["--max-iter", str(many)], threads), repeat)
             it_sk, it_u, it_f32, it_f32_file = (

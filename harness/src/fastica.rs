@@ -57,13 +57,7 @@ pub fn white_chunks_to_store(
 ) -> usize {
     let chunks = n.div_ceil(CHUNK);
     let chunk_bytes = (CHUNK * k * elem).max(1);
-    let values = n.saturating_mul(d);
-    let budget = white_budget(
-        values.saturating_mul(elem),
-        values.saturating_mul(input_elem),
-        k,
-        threads,
-    );
+    let budget = white_budget(n, d, k, elem, input_elem, threads);
     if n.saturating_mul(k).saturating_mul(elem) <= budget {
         return chunks;
     }
@@ -72,9 +66,21 @@ pub fn white_chunks_to_store(
 }
 
 /// Bytes [`white_chunks_to_store`] may give to white rows of `k` components on `threads`
-/// threads: 1.25 x the input's `input` bytes plus [`MEMORY_SLACK`], less the `held` bytes of
-/// rows in memory and the reserve.
-fn white_budget(held: usize, input: usize, k: usize, threads: usize) -> usize {
+/// threads: 1.25 x the input (`n x d` values of `input_elem` bytes) plus [`MEMORY_SLACK`], less
+/// the rows in memory (`n x d` of `elem` bytes) and the reserve.
+fn white_budget(
+    n: usize,
+    d: usize,
+    k: usize,
+    elem: usize,
+    input_elem: usize,
+    threads: usize,
+) -> usize {
+    let values = n.saturating_mul(d);
+    let (held, input) = (
+        values.saturating_mul(elem),
+        values.saturating_mul(input_elem),
+    );
     let partial = 8 * ica::ParallelPass::<ica::LogCosh, _>::partial_len_with(
         k,
         crate::simd::CliKernel::for_this_cpu(),
@@ -100,12 +106,8 @@ pub fn folds_whitening(n: usize, d: usize, k: usize, elem: usize, input_elem: us
         return false;
     }
     fold_requested().unwrap_or_else(|| {
-        let values = n.saturating_mul(d);
-        let (held, input) = (
-            values.saturating_mul(elem),
-            values.saturating_mul(input_elem),
-        );
-        d < 2 * k && n.saturating_mul(k).saturating_mul(elem) > white_budget(held, input, k, 1)
+        d < 2 * k
+            && n.saturating_mul(k).saturating_mul(elem) > white_budget(n, d, k, elem, input_elem, 1)
     })
 }
 
