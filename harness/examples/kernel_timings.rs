@@ -6,15 +6,20 @@
 //! cargo run --release -p harness --example kernel_timings -- moments X.npy THREADS
 //! cargo run --release -p harness --example kernel_timings -- transform X.npy
 //! cargo run --release -p harness --example kernel_timings -- update K
-//! cargo run --release -p harness --example kernel_timings -- products ROWS K
+//! cargo run --release -p harness --example kernel_timings -- products ROWS K [NB] [f32]
+//! cargo run --release -p harness --example kernel_timings -- eigen K
 //! ```
 //!
 //! `moments`: `harness::pipeline::moments` of an f64 `.npy` on a pool of THREADS threads.
 //! `transform`: `harness::simd::centred_product` of it by a D x D matrix. `update`: one
 //! parallel FastICA update at K components on the CLI's kernel (`W W'`, then with the
 //! eigen-decomposition, the decorrelation's products, the whole step) from a pseudo-random `W`.
-//! `products`: the block pass's two products (`Y = Z W'`, `G += Y' Z` on 256-row blocks) over
-//! ROWS x K pseudo-random rows.
+//! `products`: the block pass's two products (`Y = Z W'`, `G += Y' Z` on NB-row blocks, 256 by
+//! default) over ROWS x K pseudo-random rows; with `f32`, the products in f32 and each block's
+//! `G` added into an f64 total, as the f32 pass does. `eigen`: faer's eigen-decomposition of
+//! `W W'` (pseudo-random K x K `W`, sequential) at each divide-and-conquer threshold
+//! (`SelfAdjointEvdParams::recursion_threshold`, faer's default 128), and the eigenvalues
+//! alone, to see where the update's time goes.
 
 use harness::simd::{CliKernel, centred_product, fastest, gemm};
 use std::time::Instant;
@@ -108,26 +113,105 @@ fn main() -> anyhow::Result<()> {
         }
         "products" => {
             let (rows, k): (usize, usize) = (arg(1)?.parse()?, arg(2)?.parse()?);
-            let nb = 256;
+            let nb: usize = args.get(3).map_or(Ok(256), |a| a.parse())?;
+            let f32 = args.get(4).is_some_and(|a| a == "f32");
             let z = values(rows.next_multiple_of(nb) * k);
             let w = values(k * k);
-            let (mut y, mut g) = (vec![0.0; nb * k], vec![0.0; k * k]);
-            let ms = median_ms(9, || {
-                fastest(|| {
-                    for zb in z.chunks_exact(nb * k) {
-                        gemm(nb, k, k, zb, (k, 1), &w, (1, k), &mut y, k, false);
-                        gemm(k, nb, k, &y, (1, k), zb, (k, 1), &mut g, k, true);
-                    }
+            let ms = if f32 {
+                let (z, w): (Vec<f32>, Vec<f32>) = (
+                    z.iter().map(|&v| v as f32).collect(),
+                    w.iter().map(|&v| v as f32).collect(),
+                );
+                let (mut y, mut gb) = (vec![0.0f32; nb * k], vec![0.0f32; k * k]);
+                let mut g = vec![0.0f64; k * k];
+                median_ms(9, || {
+                    fastest(|| {
+                        for zb in z.chunks_exact(nb * k) {
+                            gemm(nb, k, k, zb, (k, 1), &w, (1, k), &mut y, k, false);
+                            gemm(k, nb, k, &y, (1, k), zb, (k, 1), &mut gb, k, false);
+                            for (t, &b) in g.iter_mut().zip(&gb) {
+                                *t += f64::from(b);
+                            }
+                        }
+                    })
                 })
-            });
+            } else {
+                let (mut y, mut g) = (vec![0.0; nb * k], vec![0.0; k * k]);
+                median_ms(9, || {
+                    fastest(|| {
+                        for zb in z.chunks_exact(nb * k) {
+                            gemm(nb, k, k, zb, (k, 1), &w, (1, k), &mut y, k, false);
+                            gemm(k, nb, k, &y, (1, k), zb, (k, 1), &mut g, k, true);
+                        }
+                    })
+                })
+            };
             let flops = 4.0 * z.len() as f64 * k as f64;
             println!(
-                "the pass's two products over {} rows of {k}: median of 9 {ms:.2} ms, {:.1} GF/s",
+                "the pass's two products over {} rows of {k} in blocks of {nb} ({}): \
+                 median of 9 {ms:.2} ms, {:.1} GF/s",
                 z.len() / k,
+                if f32 { "f32, G added in f64" } else { "f64" },
                 flops / ms / 1e6
             );
         }
-        other => anyhow::bail!("unknown mode {other}: moments, transform, update or products"),
+        "eigen" => {
+            use faer::dyn_stack::{MemBuffer, MemStack};
+            use faer::linalg::evd::{self, ComputeEigenvectors, SelfAdjointEvdParams};
+            let k: usize = arg(1)?.parse()?;
+            let (w, mut m) = (values(k * k), vec![0.0; k * k]);
+            CliKernel::for_this_cpu().gram(&w, k, &mut m);
+            let a = faer::Mat::<f64>::from_fn(k, k, |i, j| m[i * k + j]);
+            let par = faer::Par::Seq;
+            let time = |vectors: ComputeEigenvectors, threshold: usize| -> anyhow::Result<f64> {
+                let mut params = <SelfAdjointEvdParams as faer::Auto<f64>>::auto();
+                params.recursion_threshold = threshold;
+                let mut buf = MemBuffer::new(evd::self_adjoint_evd_scratch::<f64>(
+                    k,
+                    vectors,
+                    par,
+                    params.into(),
+                ));
+                let (mut s, mut u) = (
+                    faer::diag::Diag::<f64>::zeros(k),
+                    faer::Mat::<f64>::zeros(k, k),
+                );
+                let mut failed = false;
+                let ms = median_ms(31, || {
+                    let u = matches!(vectors, ComputeEigenvectors::Yes).then(|| u.as_mut());
+                    failed |= evd::self_adjoint_evd(
+                        a.as_ref(),
+                        s.as_mut(),
+                        u,
+                        par,
+                        MemStack::new(&mut buf),
+                        params.into(),
+                    )
+                    .is_err();
+                });
+                anyhow::ensure!(!failed, "faer's eigen-decomposition failed");
+                Ok(ms)
+            };
+            let default = <SelfAdjointEvdParams as faer::Auto<f64>>::auto().recursion_threshold;
+            for threshold in [8, 16, 32, 64, 128] {
+                println!(
+                    "eigen at k = {k}, recursion threshold {threshold}{}: median of 31 {:.3} ms",
+                    if threshold == default {
+                        " (faer's default)"
+                    } else {
+                        ""
+                    },
+                    time(ComputeEigenvectors::Yes, threshold)?
+                );
+            }
+            println!(
+                "eigenvalues alone at k = {k}: median of 31 {:.3} ms",
+                time(ComputeEigenvectors::No, default)?
+            );
+        }
+        other => {
+            anyhow::bail!("unknown mode {other}: moments, transform, update, products or eigen")
+        }
     }
     Ok(())
 }
