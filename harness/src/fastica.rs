@@ -640,6 +640,8 @@ pub fn fit_then<T: GemmFloat + serde::Serialize, R>(
         );
     }
     opts.check(d, k)?;
+    // Reading `--w-init`, converting to `--dtype`.
+    crate::phases::done("setup");
     let pool = pool(job.threads)?;
     let mut storage = vec![T::ZERO; ica::model_len(d, k)];
     let mut model = FastIcaBuf::new(d, k, &mut storage)?;
@@ -684,12 +686,14 @@ pub fn fit_then<T: GemmFloat + serde::Serialize, R>(
                 // few features), then the core's fit from the whitener: the same computation
                 // as `fit_with`.
                 let m = crate::pipeline::moments(x, &pool)?;
+                crate::phases::done("moments");
                 let mut wstorage = vec![T::ZERO; whiten::storage_len(d, k)];
                 let mut wws = vec![0.0; whiten::workspace_len(d, k)];
                 let mut whitener = WhitenerBuf::new(d, k, &mut wstorage)?;
                 whitener
                     .fit_with(m.view(), &opts.pca_options(), &mut wws, kernel)
                     .map_err(explain)?;
+                crate::phases::done("whitener");
                 let mut ws = vec![0.0; ica::white_fit_workspace_len_with(k, kernel)];
                 model
                     .fit_white_with(
@@ -706,6 +710,7 @@ pub fn fit_then<T: GemmFloat + serde::Serialize, R>(
             })
         };
         let info = fit();
+        crate::phases::done("whitening the rows and iterating");
         // The passes are over: their slots, kept on this thread, would only take memory from
         // writing the sources.
         release_slots();
@@ -715,6 +720,7 @@ pub fn fit_then<T: GemmFloat + serde::Serialize, R>(
     let view = model.view();
     let effective_rank = view.whitener().info().effective_rank;
     let out = then(&view, &pool)?;
+    crate::phases::done("sources");
     Ok((
         crate::model::FastIcaModel::new(&view, opts, effective_rank, n as u64),
         info,

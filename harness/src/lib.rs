@@ -12,6 +12,7 @@ pub mod metric;
 pub mod model;
 pub mod moments;
 pub mod output;
+pub mod phases;
 pub mod pipeline;
 pub mod plot;
 pub mod report;

@@ -40,6 +40,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    harness::phases::begin();
     restore_default_sigpipe();
     let cli = Cli::parse();
     if let Err(e) = harness::output::remove_temporaries_on_signal() {

@@ -117,6 +117,7 @@ pub fn whiten_then<T: GemmFloat + serde::Serialize, R>(
     let k = job.n_components.unwrap_or(d);
     let pool = pool(job.threads)?;
     let m = moments(x, &pool)?;
+    crate::phases::done("moments");
     let mut storage = vec![T::ZERO; whiten::storage_len(d, k)];
     let mut ws = vec![0.0; whiten::workspace_len(d, k)];
     let mut w = WhitenerBuf::new(d, k, &mut storage)?;
@@ -132,7 +133,9 @@ pub fn whiten_then<T: GemmFloat + serde::Serialize, R>(
     let view = w.view();
     let check = covariance_error(&view, m.view(), job.options.ddof)?;
     drop(m);
+    crate::phases::done("whitener");
     let out = then(&view, &pool)?;
+    crate::phases::done("transform and write");
     let model = crate::model::WhitenerModel::new(&view, &job.options, &info);
     Ok((model, check, out))
 }

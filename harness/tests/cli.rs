@@ -112,6 +112,93 @@ fn every_input_form_gives_the_same_white_output() {
     }
 }
 
+/// The phase names `UNMIX_PHASES` prints on stderr for `args`, in order (none without it), and
+/// the bytes of the files `outs` the run wrote.
+fn phases_of(args: &[&str], timed: bool, outs: &[&Path]) -> (Vec<String>, Vec<Vec<u8>>) {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_unmix"));
+    cmd.args(args).env_remove("UNMIX_PHASES");
+    if timed {
+        cmd.env("UNMIX_PHASES", "1");
+    }
+    let o = cmd.output().expect("run unmix");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let names = stderr(&o)
+        .lines()
+        .filter_map(|l| l.strip_prefix("phase "))
+        .map(|l| {
+            let (name, ms) = l.rsplit_once(": ").expect("phase NAME: T ms");
+            let ms: f64 = ms
+                .strip_suffix(" ms")
+                .expect("in ms")
+                .parse()
+                .expect("a time");
+            assert!(ms >= 0.0, "{l}");
+            name.to_string()
+        })
+        .collect();
+    let bytes = outs.iter().map(|p| std::fs::read(p).unwrap()).collect();
+    (names, bytes)
+}
+
+#[test]
+fn phases_are_timed_on_request_and_change_no_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("x.npy");
+    write_npy(&input, &[200, 3], Order::C, &sample_data());
+    let (z, s, m) = (
+        dir.path().join("z.npy"),
+        dir.path().join("s.npy"),
+        dir.path().join("m.json"),
+    );
+    let x = input.to_str().unwrap();
+    let whiten = ["whiten", "--input", x, "--output", z.to_str().unwrap()];
+    let fit = [
+        "fit",
+        "--input",
+        x,
+        "--model",
+        m.to_str().unwrap(),
+        "--sources",
+        s.to_str().unwrap(),
+    ];
+    for (args, outs, expected) in [
+        (
+            &whiten[..],
+            vec![z.as_path()],
+            &[
+                "read",
+                "moments",
+                "whitener",
+                "transform and write",
+                "persist",
+            ][..],
+        ),
+        (
+            &fit[..],
+            vec![m.as_path(), s.as_path()],
+            &[
+                "read",
+                "setup",
+                "moments",
+                "whitener",
+                "whitening the rows and iterating",
+                "sources",
+                "persist",
+            ][..],
+        ),
+    ] {
+        let (names, timed) = phases_of(args, true, &outs);
+        assert_eq!(names, expected, "{}", args[0]);
+        let (names, untimed) = phases_of(args, false, &outs);
+        assert!(
+            names.is_empty(),
+            "{}: {names:?} without UNMIX_PHASES",
+            args[0]
+        );
+        assert!(timed == untimed, "{}: timing changed an output", args[0]);
+    }
+}
+
 #[test]
 fn f32_and_integer_inputs_and_options() {
     let dir = tempfile::tempdir().unwrap();

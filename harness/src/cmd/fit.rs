@@ -109,6 +109,7 @@ pub fn run(a: &Args) -> Result<serde_json::Value> {
         canonical: a.canonical,
     };
     let (table, stored_as) = read_input_described(&a.input)?;
+    crate::phases::done("read");
     let (n, d) = table.shape();
     let k = if a.whiten == WhitenMode::None {
         d
@@ -162,6 +163,7 @@ pub fn run(a: &Args) -> Result<serde_json::Value> {
     .with_context(|| format!("{input}"))?;
     outputs.write_json("--model", &crate::model::Model::FastIca(model.clone()))?;
     outputs.persist()?;
+    crate::phases::done("persist");
     bar.finish_and_clear();
     if !info.converged {
         eprintln!(

@@ -54,6 +54,7 @@ pub fn run(a: &Args) -> Result<serde_json::Value> {
     }
     let mut outputs = Outputs::reserve(&[("--input", a.input.as_path())], &outs)?;
     let table = read_input(&a.input)?;
+    crate::phases::done("read");
     let (n, d) = table.shape();
     let k = a.n_components.unwrap_or(d);
     if a.method == Method::Zca && k != d {
@@ -84,6 +85,7 @@ pub fn run(a: &Args) -> Result<serde_json::Value> {
         outputs.write_json("--model", &crate::model::Model::Whitener(model.clone()))?;
     }
     outputs.persist()?;
+    crate::phases::done("persist");
     Ok(serde_json::json!({
         "output": a.output,
         "model": a.model,

@@ -1,0 +1,39 @@
+//! Where a command's wall time goes, from the shipped binary: with `UNMIX_PHASES` set in the
+//! environment, each phase's end prints `phase NAME: T ms` (the time since the previous phase
+//! ended, or since [`begin`]) to stderr. Unset, a phase's end costs one load of a `OnceLock`.
+//!
+//! ```text
+//! UNMIX_PHASES=1 unmix whiten --input x.npy --output z.npy
+//! ```
+//!
+//! Phases follow one another on the command's main thread, so their times add up to the
+//! command's, less the process's start before `main` and its exit.
+
+use std::sync::{Mutex, OnceLock};
+use std::time::Instant;
+
+/// The previous phase's end, when `UNMIX_PHASES` is set.
+static LAST: OnceLock<Option<Mutex<Instant>>> = OnceLock::new();
+
+fn last() -> Option<&'static Mutex<Instant>> {
+    LAST.get_or_init(|| std::env::var_os("UNMIX_PHASES").map(|_| Mutex::new(Instant::now())))
+        .as_ref()
+}
+
+/// Starts the clock (the first phase runs from here); `main` calls it first.
+pub fn begin() {
+    last();
+}
+
+/// Ends the phase `name`: prints its time when `UNMIX_PHASES` is set.
+pub fn done(name: &str) {
+    let Some(last) = last() else { return };
+    let now = Instant::now();
+    // A poisoned lock still holds a valid instant.
+    let mut prev = last.lock().unwrap_or_else(|e| e.into_inner());
+    eprintln!(
+        "phase {name}: {:.1} ms",
+        now.duration_since(*prev).as_secs_f64() * 1e3
+    );
+    *prev = now;
+}
