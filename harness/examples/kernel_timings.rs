@@ -7,7 +7,7 @@
 //! cargo run --release -p harness --example kernel_timings -- transform X.npy
 //! cargo run --release -p harness --example kernel_timings -- update K
 //! cargo run --release -p harness --example kernel_timings -- products ROWS K [NB] [f32]
-//! cargo run --release -p harness --example kernel_timings -- eigen K
+//! cargo run --release -p harness --example kernel_timings -- eigen K|X.npy
 //! ```
 //!
 //! `moments`: `harness::pipeline::moments` of an f64 `.npy` on a pool of THREADS threads.
@@ -17,7 +17,8 @@
 //! `products`: the block pass's two products (`Y = Z W'`, `G += Y' Z` on NB-row blocks, 256 by
 //! default) over ROWS x K pseudo-random rows; with `f32`, the products in f32 and each block's
 //! `G` added into an f64 total, as the f32 pass does. `eigen`: faer's eigen-decomposition of
-//! `W W'` (pseudo-random K x K `W`, sequential) at each divide-and-conquer threshold
+//! `W W'` (pseudo-random K x K `W`), or of the covariance of an f64 `.npy` (the whitening's),
+//! sequential, at each divide-and-conquer threshold
 //! (`SelfAdjointEvdParams::recursion_threshold`, faer's default 128), and the eigenvalues
 //! alone, to see where the update's time goes.
 
@@ -158,9 +159,22 @@ fn main() -> anyhow::Result<()> {
         "eigen" => {
             use faer::dyn_stack::{MemBuffer, MemStack};
             use faer::linalg::evd::{self, ComputeEigenvectors, SelfAdjointEvdParams};
-            let k: usize = arg(1)?.parse()?;
-            let (w, mut m) = (values(k * k), vec![0.0; k * k]);
-            CliKernel::for_this_cpu().gram(&w, k, &mut m);
+            let (k, m) = match arg(1)?.parse::<usize>() {
+                Ok(k) => {
+                    let (w, mut m) = (values(k * k), vec![0.0; k * k]);
+                    CliKernel::for_this_cpu().gram(&w, k, &mut m);
+                    (k, m)
+                }
+                // A table: the covariance its whitening decomposes.
+                Err(_) => {
+                    let x = harness::io::read_table(std::path::Path::new(arg(1)?))?.into_f64();
+                    let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build()?;
+                    let moments = harness::pipeline::moments(&x, &pool)?;
+                    let mut c = vec![0.0; x.cols * x.cols];
+                    moments.view().covariance_into(0, &mut c)?;
+                    (x.cols, c)
+                }
+            };
             let a = faer::Mat::<f64>::from_fn(k, k, |i, j| m[i * k + j]);
             let par = faer::Par::Seq;
             let time = |vectors: ComputeEigenvectors, threshold: usize| -> anyhow::Result<f64> {
