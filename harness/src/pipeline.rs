@@ -130,10 +130,11 @@ pub fn whiten_then<T: GemmFloat + serde::Serialize, R>(
             ),
             e => anyhow::Error::new(e).context("whitening failed"),
         })?;
+    crate::phases::done("whitener");
     let view = w.view();
     let check = covariance_error(&view, m.view(), job.options.ddof)?;
     drop(m);
-    crate::phases::done("whitener");
+    crate::phases::done("self-check");
     let out = then(&view, &pool)?;
     crate::phases::done("transform and write");
     let model = crate::model::WhitenerModel::new(&view, &job.options, &info);

@@ -169,6 +169,7 @@ fn phases_are_timed_on_request_and_change_no_output() {
                 "read",
                 "moments",
                 "whitener",
+                "self-check",
                 "transform and write",
                 "persist",
             ][..],
