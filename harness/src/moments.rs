@@ -34,7 +34,7 @@ pub const BLOCK_ROWS: usize = 256;
 /// the products cover a little more than half of `C` (9/16 at D = 256, 3/4 at D = 64) instead
 /// of all of it. 32 rather than 64: one thread's moments at 1e5 x 64 took 16.8-17.4 ms against
 /// 19.9-20.1, at 2e4 x 256 27.4 against 29.4-29.6, at 2e4 x 768 the same; 16, 24, 48 and wider
-/// panels were slower (`benches/README.md`, "Moments in panels of 32 columns").
+/// panels were slower (`benches/README.md`, "The moments in panels of 32 columns").
 pub const PANEL: usize = 32;
 
 /// The moments of `d` features as a [`Pass`] whose products run on the GEMM.

@@ -6,8 +6,9 @@
 //! UNMIX_PHASES=1 unmix whiten --input x.npy --output z.npy
 //! ```
 //!
-//! Phases follow one another on the command's main thread, so their times add up to the
-//! command's, less the process's start before `main` and its exit.
+//! Phases follow one another (a fit's middle ones end on the pool thread that runs the driver,
+//! while the command's thread waits), so their times add up to the command's, less the
+//! process's start before `main` and its exit.
 
 use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
