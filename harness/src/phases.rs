@@ -1,6 +1,8 @@
 //! Where a command's wall time goes, from the shipped binary: with `UNMIX_PHASES` set in the
 //! environment, each phase's end prints `phase NAME: T ms` (the time since the previous phase
-//! ended, or since [`begin`]) to stderr. Unset, a phase's end costs one load of a `OnceLock`.
+//! ended, or since [`begin`]) to stderr, and on Linux `, peak P MB` (the process's peak resident
+//! memory so far, `VmHWM`, in units of 1e6 bytes), so that a memory bound can be traced to the
+//! phase that reaches it. Unset, a phase's end costs one load of a `OnceLock`.
 //!
 //! ```text
 //! UNMIX_PHASES=1 unmix whiten --input x.npy --output z.npy
@@ -32,9 +34,20 @@ pub fn done(name: &str) {
     let now = Instant::now();
     // A poisoned lock still holds a valid instant.
     let mut prev = last.lock().unwrap_or_else(|e| e.into_inner());
+    let peak = peak_bytes()
+        .map(|b| format!(", peak {:.1} MB", b as f64 / 1e6))
+        .unwrap_or_default();
     eprintln!(
-        "phase {name}: {:.1} ms",
+        "phase {name}: {:.1} ms{peak}",
         now.duration_since(*prev).as_secs_f64() * 1e3
     );
     *prev = now;
+}
+
+/// The process's peak resident memory so far (`VmHWM` in `/proc/self/status`), where there is one.
+fn peak_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }

@@ -122,17 +122,33 @@ fn phases_of(args: &[&str], timed: bool, outs: &[&Path]) -> (Vec<String>, Vec<Ve
     }
     let o = cmd.output().expect("run unmix");
     assert!(o.status.success(), "{}", stderr(&o));
+    let mut last_peak = 0.0;
     let names = stderr(&o)
         .lines()
         .filter_map(|l| l.strip_prefix("phase "))
         .map(|l| {
-            let (name, ms) = l.rsplit_once(": ").expect("phase NAME: T ms");
+            let (name, rest) = l.split_once(": ").expect("phase NAME: T ms, peak P MB");
+            let (ms, peak) = match rest.split_once(", peak ") {
+                Some((ms, peak)) => (ms, Some(peak)),
+                None => (rest, None),
+            };
             let ms: f64 = ms
                 .strip_suffix(" ms")
                 .expect("in ms")
                 .parse()
                 .expect("a time");
             assert!(ms >= 0.0, "{l}");
+            // Linux has `VmHWM`: the peak so far, which never falls.
+            assert_eq!(peak.is_some(), cfg!(target_os = "linux"), "{l}");
+            if let Some(peak) = peak {
+                let mb: f64 = peak
+                    .strip_suffix(" MB")
+                    .expect("in MB")
+                    .parse()
+                    .expect("a size");
+                assert!(mb > 0.0 && mb >= last_peak, "{l}");
+                last_peak = mb;
+            }
             name.to_string()
         })
         .collect();
