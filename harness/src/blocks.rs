@@ -29,6 +29,7 @@
 use crate::simd::{
     GemmFloat, SPLIT_MIN_K, fused_multiply_add, gemm, portable_requested, uses_avx512,
 };
+use crate::widen::Widens;
 use crate::{small8, vmath};
 use std::any::Any;
 use std::cell::RefCell;
@@ -760,9 +761,10 @@ impl<T: GemmFloat, P: Pass<T>> BlockPass<'_, P, T> {
 }
 
 impl<T: GemmFloat> Folded<T> {
-    /// Adds the pass over the input rows `x` (`d` wide, one chunk at most) to `partial`.
+    /// Adds the pass over the input rows `x` (`d` wide, one chunk at most) to `partial`; rows
+    /// stored in a narrower type `S` are widened as they are centred.
     #[inline(always)]
-    pub fn accumulate(&self, partial: &mut [f64], x: &[T]) -> Result<()> {
+    pub fn accumulate<S: Widens<T>>(&self, partial: &mut [f64], x: &[S]) -> Result<()> {
         let (k, d) = (self.k, self.d);
         if !x.len().is_multiple_of(d) {
             return Err(Error::DimensionMismatch {
@@ -784,7 +786,12 @@ impl<T: GemmFloat> Folded<T> {
     }
 
     #[inline(always)]
-    fn run_blocks(&self, partial: &mut [f64], x: &[T], s: &mut FoldScratch<T>) -> Result<()> {
+    fn run_blocks<S: Widens<T>>(
+        &self,
+        partial: &mut [f64],
+        x: &[S],
+        s: &mut FoldScratch<T>,
+    ) -> Result<()> {
         let (k, d) = (self.k, self.d);
         let half = BLOCK_ROWS / 2;
         let (gx, g) = (&mut s.gx, &mut s.g);
@@ -856,13 +863,13 @@ impl<T: GemmFloat> FoldBlock<T> {
 
     /// `G_X = g(X (W V)')' X` and `b = sum g'(X (W V)')` over the centred rows `x` (`nb x d`).
     #[inline(always)]
-    fn run(&mut self, f: &Folded<T>, x: &[T]) -> Result<()> {
+    fn run<S: Widens<T>>(&mut self, f: &Folded<T>, x: &[S]) -> Result<()> {
         let (k, d) = (f.k, f.d);
         let nb = x.len() / d;
         let xc = &mut self.x[..nb * d];
         for (crow, row) in xc.chunks_exact_mut(d).zip(x.chunks_exact(d)) {
             for ((c, v), mu) in crow.iter_mut().zip(row).zip(&f.mean) {
-                *c = *v - *mu;
+                *c = v.widen() - *mu;
             }
         }
         let y = &mut self.y[..nb * k];

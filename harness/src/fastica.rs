@@ -9,6 +9,7 @@
 use crate::blocks::{BLOCK_ROWS, BlockPass, HALF_CHUNK};
 use crate::io::Matrix;
 use crate::simd::{GemmFloat, centred_product};
+use crate::widen::{Widened, Widens};
 use anyhow::{Context, Result};
 use rayon::prelude::*;
 use unmix::Float;
@@ -77,8 +78,10 @@ fn white_budget(
     threads: usize,
 ) -> usize {
     let values = n.saturating_mul(d);
+    // The rows in memory are the narrower of the two: a conversion to f32, or the file's f32
+    // values widened as they are read ([`crate::widen`]).
     let (held, input) = (
-        values.saturating_mul(elem),
+        values.saturating_mul(elem.min(input_elem)),
         values.saturating_mul(input_elem),
     );
     let partial = 8 * ica::ParallelPass::<ica::LogCosh, _>::partial_len_with(
@@ -96,8 +99,8 @@ fn white_budget(
 /// 1e6 x 8, whose white rows fit, took 8 % and 18 % longer an iteration folded); rows whitened
 /// again cost `k d` more per row than folding. Decided from the shapes alone, never the thread
 /// count, so that the bits do not depend on it (folding rounds differently). A fit over a mapped
-/// input never folds: it releases the input as it whitens and stores every white row
-/// ([`PoolExecutor::releasing`]).
+/// input of its own type never folds: it releases the input as it whitens and stores every
+/// white row ([`PoolExecutor::releasing`]); over an f32 file fitted in f64 it may.
 ///
 /// `UNMIX_FOLD=always` or `never` overrides the choice (tests, benchmarks); `UNMIX_SIMD=portable`
 /// never folds.
@@ -139,8 +142,12 @@ struct White<T> {
 /// ([`Self::releasing`]); a chunk not stored is whitened again, by the same product on
 /// the same rows (whole [`CHUNK`]s, each a multiple of the transform's blocks), into a buffer
 /// of its thread, so a pass sees the same bits either way.
-pub struct PoolExecutor<'a, T> {
-    x: &'a [T],
+///
+/// The rows may be stored in a narrower type `S` than the fit's `T` (an `f32` file fitted in
+/// `f64`): every pass then widens them as it reads them ([`Widens`]), with the bits of a
+/// converted copy, and the memory bound counts them at their stored size.
+pub struct PoolExecutor<'a, T, S = T> {
+    x: &'a [S],
     d: usize,
     white: Option<White<T>>,
     threads: usize,
@@ -148,14 +155,14 @@ pub struct PoolExecutor<'a, T> {
     store_chunks: Option<usize>,
     parallel_only: bool,
     /// The input's mapped pages, released as they are whitened ([`Self::releasing`]).
-    release: Option<&'a crate::io::Values<T>>,
+    release: Option<&'a crate::io::Values<S>>,
     /// Bytes a value of the file the rows were converted from ([`Self::converted_from`]).
     input_elem: Option<usize>,
 }
 
-impl<'a, T: Float + Send + Sync> PoolExecutor<'a, T> {
+impl<'a, T: Float + Send + Sync, S: Widens<T>> PoolExecutor<'a, T, S> {
     /// Passes over `x` (`n x d`) on `pool`.
-    pub fn new(x: &'a [T], d: usize, pool: &'a rayon::ThreadPool) -> Self {
+    pub fn new(x: &'a [S], d: usize, pool: &'a rayon::ThreadPool) -> Self {
         Self {
             x,
             d,
@@ -168,15 +175,28 @@ impl<'a, T: Float + Send + Sync> PoolExecutor<'a, T> {
             input_elem: None,
         }
     }
-    /// Says that the rows are a conversion of a file of `elem` bytes a value (`--dtype f32` on
-    /// an f64 file, or f64 on an f32 one): the memory bound is 1.25 x that file plus 50 MB, of
-    /// which the rows take their own size. From an f64 file more white rows may be stored (at
+    /// Says that the fit's type is not the file's, of `elem` bytes a value (`--dtype f32` on an
+    /// f64 file, or f64 on an f32 one): the memory bound is 1.25 x that file plus 50 MB, of
+    /// which the rows take the narrower size (an f32 copy of an f64 file, or the f32 file's rows
+    /// widened as they are read, [`Widens`]). From an f64 file more white rows may be stored (at
     /// 2e4 x 256 all of them, where the rows' own size as the input left one chunk in five to
-    /// be whitened again in each pass); from an f32 file, twice smaller than the rows, fewer.
-    /// The bits do not change where the whitening is not folded in ([`folds_whitening`], which
-    /// reads the same budget).
+    /// be whitened again in each pass); from an f32 file, whose white rows are twice its size,
+    /// fewer. The bits do not change where the whitening is not folded in
+    /// ([`folds_whitening`], which reads the same budget).
     pub fn converted_from(mut self, elem: usize) -> Self {
         self.input_elem = Some(elem);
+        self
+    }
+    /// Says that the white passes will be FastICA's parallel ones (and the sources' pass at
+    /// the end): when they fold the whitening into their products ([`folds_whitening`]), no
+    /// white rows are stored.
+    pub fn parallel_passes(mut self) -> Self {
+        self.parallel_only = true;
+        self
+    }
+    /// Stores at most `chunks` chunks of white rows, whatever the memory bound says (tests).
+    pub fn store_at_most(mut self, chunks: usize) -> Self {
+        self.store_chunks = Some(chunks);
         self
     }
     /// Passes over `values` (in place of the rows given to [`Self::new`]), whose pages, when
@@ -191,21 +211,12 @@ impl<'a, T: Float + Send + Sync> PoolExecutor<'a, T> {
     /// The bits are those of a fit that stores every white row, so they depend on whether the
     /// input is mapped (a large row-major little-endian `.npy`, [`crate::io::read_npy`]) or
     /// read (CSV, `--dtype` conversions, Fortran order): the same file gives the same bits.
-    pub fn releasing(mut self, values: &'a crate::io::Values<T>) -> Self {
+    /// Rows widened as they are read ([`Widens`]) are never released: every pass reads them
+    /// again (folded, or whitened again), where storing their white rows, wider than they are,
+    /// would take twice the file.
+    pub fn releasing(mut self, values: &'a crate::io::Values<S>) -> Self {
         self.x = values;
-        self.release = values.is_mapped().then_some(values);
-        self
-    }
-    /// Says that the white passes will be FastICA's parallel ones (and the sources' pass at
-    /// the end): when they fold the whitening into their products ([`folds_whitening`]), no
-    /// white rows are stored.
-    pub fn parallel_passes(mut self) -> Self {
-        self.parallel_only = true;
-        self
-    }
-    /// Stores at most `chunks` chunks of white rows, whatever the memory bound says (tests).
-    pub fn store_at_most(mut self, chunks: usize) -> Self {
-        self.store_chunks = Some(chunks);
+        self.release = (values.is_mapped() && S::SAME).then_some(values);
         self
     }
 }
@@ -337,14 +348,17 @@ fn take_slots<T: Float>(round: usize, partial_len: usize, scratch_len: usize) ->
     slots
 }
 
-impl<T: GemmFloat> Executor<T> for PoolExecutor<'_, T> {
+impl<T: GemmFloat, S: Widens<T>> Executor<T> for PoolExecutor<'_, T, S> {
     fn pass<P: Pass<T>>(&mut self, rows: Rows, pass: &P, total: &mut [f64]) -> unmix::Result<()> {
         // The parallel pass on row-major blocks (`blocks`); other passes as given.
         let pass = &BlockPass::new(pass);
         let d = self.d;
         let white = match (rows, &self.white) {
             (Rows::White, Some(white)) => white,
-            _ => return run_pass(self.pool, self.threads, self.x, d, pass, total),
+            _ => {
+                let pass = &Widened::new(pass);
+                return run_pass(self.pool, self.threads, self.x, d, pass, total);
+            }
         };
         let k = white.k;
         let n = self.x.len() / d;
@@ -497,7 +511,7 @@ impl<T: GemmFloat> Executor<T> for PoolExecutor<'_, T> {
                         if let Some(values) = release {
                             // `xi` is a piece of `x`: its first value's index.
                             let start = (xi.as_ptr() as usize - x.as_ptr() as usize)
-                                / std::mem::size_of::<T>().max(1);
+                                / std::mem::size_of::<S>().max(1);
                             values.release(start..start + xi.len());
                         }
                         Ok(())
@@ -533,13 +547,13 @@ pub const MAP_ROWS: usize = 1024;
 
 /// Applies `f` to row-chunks of `x` (width `in_w`) writing `out` (width `out_w`) on `pool`, in
 /// [`MAP_ROWS`]-row pieces; an error names its row counted from the start of `x`.
-pub fn map_rows<T: Float + Send + Sync>(
+pub fn map_rows<S: Float + Send + Sync, T: Float + Send + Sync>(
     pool: &rayon::ThreadPool,
-    x: &[T],
+    x: &[S],
     in_w: usize,
     out: &mut [T],
     out_w: usize,
-    f: impl Fn(&[T], &mut [T]) -> unmix::Result<()> + Sync,
+    f: impl Fn(&[S], &mut [T]) -> unmix::Result<()> + Sync,
 ) -> unmix::Result<()> {
     let (in_w, out_w) = (in_w.max(1), out_w.max(1));
     pool.install(|| {
@@ -600,7 +614,7 @@ pub struct Fitted<T> {
 /// block at a time instead ([`fit_then`], [`write_sources`]).
 pub fn fit<T: GemmFloat + serde::Serialize>(x: &Matrix<T>, job: &FitJob<'_>) -> Result<Fitted<T>> {
     let (n, d) = (x.rows, x.cols);
-    let (model, info, sources) = fit_then(x, job, None, |view, pool| {
+    let (model, info, sources) = fit_then::<T, T, _>(x, job, None, |view, pool| {
         let k = view.n_components();
         let mut sources = vec![T::ZERO; n * k];
         map_rows(
@@ -624,9 +638,11 @@ pub fn fit<T: GemmFloat + serde::Serialize>(x: &Matrix<T>, job: &FitJob<'_>) -> 
 /// Fits FastICA on `x` through the core's driver on a thread pool, then calls `then` with the
 /// fitted model and the pool (to write the sources, while the model's storage lives).
 /// `store_chunks` caps the white chunks kept in memory (`None`: as the memory bound allows,
-/// [`white_chunks_to_store`]); it changes no bit.
-pub fn fit_then<T: GemmFloat + serde::Serialize, R>(
-    x: &Matrix<T>,
+/// [`white_chunks_to_store`]); it changes no bit. Rows stored in a narrower type `S` are
+/// widened as each pass reads them ([`crate::widen`]): the bits of a converted copy, without
+/// it.
+pub fn fit_then<T: GemmFloat + serde::Serialize, S: Widens<T>, R>(
+    x: &Matrix<S>,
     job: &FitJob<'_>,
     store_chunks: Option<usize>,
     then: impl FnOnce(&FastIcaView<'_, T>, &rayon::ThreadPool) -> Result<R>,
@@ -685,7 +701,7 @@ pub fn fit_then<T: GemmFloat + serde::Serialize, R>(
                 // The moments on the CLI's GEMM (the core's pass with UNMIX_SIMD=portable or
                 // few features), then the core's fit from the whitener: the same computation
                 // as `fit_with`.
-                let m = crate::pipeline::moments(x, &pool)?;
+                let m = crate::pipeline::moments_widened::<T, S>(x, &pool)?;
                 crate::phases::done("moments");
                 let mut wstorage = vec![T::ZERO; whiten::storage_len(d, k)];
                 let mut wws = vec![0.0; whiten::workspace_len(d, k)];
@@ -747,16 +763,16 @@ pub const OUTPUT_BLOCK_BYTES: usize = 4 << 20;
 /// no copy of the whole output held. `sink` runs on a second thread while the next block is
 /// computed when the workers leave a core free ([`crate::output::write_behind`]). An error names
 /// its row counted from the start of `x`. The whitening's and the sources' one streamer.
-pub fn stream_rows<T: GemmFloat>(
+pub fn stream_rows<S: Float + Send + Sync, T: GemmFloat>(
     pool: &rayon::ThreadPool,
-    x: &Matrix<T>,
+    x: &Matrix<S>,
     k: usize,
-    f: impl Fn(&[T], &mut [T]) -> unmix::Result<()> + Sync,
+    f: impl Fn(&[S], &mut [T]) -> unmix::Result<()> + Sync,
     sink: impl FnMut(&[T]) -> Result<()> + Send,
 ) -> Result<()> {
     let (n, d, threads) = (x.rows, x.cols.max(1), pool.current_num_threads());
     let block = output_block_rows(k, std::mem::size_of::<T>(), threads);
-    let xs: Vec<&[T]> = x.data.chunks(block * d).collect();
+    let xs: Vec<&[S]> = x.data.chunks(block * d).collect();
     let fill = |b: usize, out: &mut [T]| -> Result<usize> {
         let out = &mut out[..xs[b].len() / d * k];
         map_rows(pool, xs[b], d, out, k, &f).map_err(|e| renumber(e, (b * block) as u64))?;
@@ -770,9 +786,9 @@ pub fn stream_rows<T: GemmFloat>(
 /// of the whole matrix's [`map_rows`] and [`crate::io::write_npy_to`], without holding it.
 /// `after_block` runs after each block is written (the CLI starts its writeback:
 /// [`crate::output::start_writeback`]).
-pub fn write_sources<T: GemmFloat + crate::io::NpyFloat, W: std::io::Write + Send>(
+pub fn write_sources<T: GemmFloat + crate::io::NpyFloat, S: Widens<T>, W: std::io::Write + Send>(
     view: &FastIcaView<'_, T>,
-    x: &Matrix<T>,
+    x: &Matrix<S>,
     pool: &rayon::ThreadPool,
     w: &mut W,
     mut after_block: impl FnMut() + Send,
@@ -798,9 +814,9 @@ pub fn write_sources<T: GemmFloat + crate::io::NpyFloat, W: std::io::Write + Sen
 /// Sources of rows `x` under `view`: the CLI's one source transform (`fit` and `transform`
 /// give the same bytes).
 #[inline(always)]
-pub fn sources_of<T: GemmFloat>(
+pub fn sources_of<S: Widens<T>, T: GemmFloat>(
     view: &FastIcaView<'_, T>,
-    x: &[T],
+    x: &[S],
     s: &mut [T],
 ) -> unmix::Result<()> {
     let (d, k) = (view.n_features(), view.n_components());

@@ -19,3 +19,4 @@ pub mod report;
 pub mod simd;
 pub mod small8;
 pub mod vmath;
+pub mod widen;

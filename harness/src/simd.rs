@@ -7,6 +7,7 @@
 //! the CPU has it. Setting `UNMIX_SIMD=portable` forces the baseline build; `tests/simd.rs`
 //! checks that both give the same bytes.
 
+use crate::widen::Widens;
 use std::sync::OnceLock;
 use unmix::ica::{Kernel, Portable};
 
@@ -474,9 +475,11 @@ pub const TRANSFORM_GEMM_MIN: usize = 8;
 /// `T` as the core does, then one product per call), else (or with `UNMIX_SIMD=portable`) `core`, the
 /// core's transform. The choice depends only on the sizes and `UNMIX_SIMD`, so `fit` and
 /// `transform` give the same bytes. Errors as the core's: a non-finite input names its row and
-/// column, a non-finite output is [`unmix::Error::Overflow`].
-pub fn centred_product<T: GemmFloat>(
-    x: &[T],
+/// column, a non-finite output is [`unmix::Error::Overflow`]. Rows stored in a narrower type
+/// `S` are widened as they are centred (exact: the bits of a converted copy), or, for the core,
+/// a piece at a time.
+pub fn centred_product<S: Widens<T>, T: GemmFloat>(
+    x: &[S],
     in_w: usize,
     mean: &[T],
     m: &[T],
@@ -489,7 +492,7 @@ pub fn centred_product<T: GemmFloat>(
         || in_w == 0
         || !x.len().is_multiple_of(in_w)
     {
-        return core(x, out);
+        return core(crate::widen::widened(x, &mut Vec::new()), out);
     }
     let n = x.len() / in_w;
     if out.len() != n * out_w || m.len() != out_w * in_w || mean.len() != in_w {
@@ -512,7 +515,7 @@ pub fn centred_product<T: GemmFloat>(
         let cb = &mut centred[..nb * in_w];
         for (crow, row) in cb.chunks_exact_mut(in_w).zip(xb.chunks_exact(in_w)) {
             for ((c, v), mu) in crow.iter_mut().zip(row).zip(mean) {
-                *c = *v - *mu;
+                *c = v.widen() - *mu;
             }
         }
         // out = centred m': B = m' read from the out_w x in_w row-major `m`.

@@ -451,3 +451,78 @@ fn transforms_name_the_file_and_the_global_row_of_a_non_finite_value() {
         assert!(!out.exists(), "{command} left {} behind", out.display());
     }
 }
+
+/// `fit --dtype f64` on an f32 `.npy` widens the rows as each pass reads them, without an f64
+/// copy of the file: the model and the sources are the bytes of a fit of the same values
+/// stored as f64 (a CSV, read into memory, so that its fit may fold the whitening in as the
+/// widened one does), with the whitening folded in or not, without whitening, on 1 and 2
+/// threads, over several chunks of rows.
+#[test]
+fn an_f32_file_fitted_in_f64_has_the_bits_of_its_f64_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let (n, d) = (5000, 24);
+    let x: Vec<f32> = (0..n * d)
+        .map(|i| {
+            let (r, c) = (i / d, i % d);
+            let u = ((r * 7919 + c * 104_729) % 10_007) as f32 / 10_007.0 - 0.5;
+            u * u * u * 8.0 + (c as f32) * 0.01 + ((r * (c + 3)) % 13) as f32 * 0.05
+        })
+        .collect();
+    let x32 = dir.path().join("x32.npy");
+    {
+        use npyz::WriterBuilder;
+        let mut w = npyz::WriteOptions::new()
+            .default_dtype()
+            .shape(&[n as u64, d as u64])
+            .writer(std::fs::File::create(&x32).unwrap())
+            .begin_nd()
+            .unwrap();
+        w.extend(x.iter().copied()).unwrap();
+        w.finish().unwrap();
+    }
+    let x64 = dir.path().join("x64.csv");
+    let csv: String = x
+        .chunks(d)
+        .map(|r| {
+            let row: Vec<String> = r.iter().map(|&v| format!("{:?}", f64::from(v))).collect();
+            row.join(",") + "\n"
+        })
+        .collect();
+    std::fs::write(&x64, csv).unwrap();
+    let fit = |input: &Path, dtype: &[&str], extra: &[&str], fold: &str, threads: &str| {
+        let (m, src) = (dir.path().join("m.json"), dir.path().join("s.npy"));
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_unmix"))
+            .args([
+                "fit",
+                "--input",
+                s(input),
+                "--model",
+                s(&m),
+                "--sources",
+                s(&src),
+            ])
+            .args(["--max-iter", "30", "--tol", "0", "--random-state", "3"])
+            .args(["--threads", threads])
+            .args(dtype)
+            .args(extra)
+            .env("UNMIX_FOLD", fold)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        let model: serde_json::Value = serde_json::from_slice(&std::fs::read(&m).unwrap()).unwrap();
+        (model, std::fs::read(&src).unwrap())
+    };
+    for extra in [&[][..], &["--n-components", "16"], &["--whiten", "false"]] {
+        for fold in ["always", "never"] {
+            for threads in ["1", "2"] {
+                let widened = fit(&x32, &["--dtype", "f64"], extra, fold, threads);
+                let copied = fit(&x64, &[], extra, fold, threads);
+                assert_eq!(widened.0["dtype"], "float64", "{extra:?}");
+                assert!(
+                    widened == copied,
+                    "{extra:?}, UNMIX_FOLD={fold}, {threads} threads: the widened fit differs"
+                );
+            }
+        }
+    }
+}

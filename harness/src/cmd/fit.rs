@@ -5,6 +5,7 @@ use crate::fastica::{self, FitJob};
 use crate::io::{self, Matrix, Table};
 use crate::output::Outputs;
 use crate::simd::GemmFloat;
+use crate::widen::Widens;
 use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
 use std::path::PathBuf;
@@ -148,7 +149,8 @@ pub fn run(a: &Args) -> Result<serde_json::Value> {
         threads,
         progress: &report,
         // A float file read as the other type: the memory bound is the file's, of which the
-        // copy takes half (f32) or twice (f64; the passes then fold the whitening in).
+        // rows take half (an f32 copy) or the file's own size (f32 rows widened as the passes
+        // read them, which then fold the whitening in: `crate::widen`).
         converted_from: match (dtype, stored_as.as_str()) {
             (Dtype::F32, "float64") => Some(8),
             (Dtype::F64, "float32") => Some(4),
@@ -156,9 +158,17 @@ pub fn run(a: &Args) -> Result<serde_json::Value> {
         },
     };
     let input = a.input.display();
-    let (model, info) = match dtype {
-        Dtype::F32 => fit_and_write(&table.into_f32(), &job, &mut outputs, a.sources.is_some()),
-        Dtype::F64 => fit_and_write(&table.into_f64(), &job, &mut outputs, a.sources.is_some()),
+    let sources = a.sources.is_some();
+    let (model, info) = match (dtype, table) {
+        // f32 rows fitted in f64: widened a block at a time as the passes read them, not
+        // copied (the copy took twice the file's size).
+        (Dtype::F64, Table::F32(x)) => fit_and_write::<f64, f32>(&x, &job, &mut outputs, sources),
+        (Dtype::F32, table) => {
+            fit_and_write::<f32, f32>(&table.into_f32(), &job, &mut outputs, sources)
+        }
+        (Dtype::F64, table) => {
+            fit_and_write::<f64, f64>(&table.into_f64(), &job, &mut outputs, sources)
+        }
     }
     .with_context(|| format!("{input}"))?;
     outputs.write_json("--model", &crate::model::Model::FastIca(model.clone()))?;
@@ -243,8 +253,8 @@ fn convergence_position(change: f64, tol: f64) -> u64 {
 }
 
 /// Fits `x` and, when `sources`, streams its sources to the staged `--sources` output.
-fn fit_and_write<T: GemmFloat + io::NpyFloat + serde::Serialize>(
-    x: &Matrix<T>,
+fn fit_and_write<T: GemmFloat + io::NpyFloat + serde::Serialize, S: Widens<T>>(
+    x: &Matrix<S>,
     job: &FitJob<'_>,
     outputs: &mut Outputs,
     sources: bool,
