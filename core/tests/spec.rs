@@ -232,6 +232,97 @@ fn each_pass_and_its_rebuilt_spec_give_the_same_partials() {
     );
 }
 
+/// `pass` over `z` (`k` wide) one chunk per partial, merged in row order, each chunk fed in the
+/// pieces that `cuts` (row offsets inside a chunk, ascending) make.
+fn chunked<P: Pass<f64>>(pass: &P, z: &[f64], k: usize, cuts: &[usize]) -> Vec<f64> {
+    let mut total = vec![0.0; pass.partial_len()];
+    for (c, chunk) in z.chunks(CHUNK * k).enumerate() {
+        let mut partial = vec![0.0; pass.partial_len()];
+        let rows = chunk.len() / k;
+        let mut start = 0;
+        for end in cuts.iter().map(|&c| c.min(rows)).chain([rows]) {
+            let first = (c * CHUNK + start) as u64;
+            pass.accumulate(&mut partial, first, &chunk[start * k..end * k])
+                .unwrap();
+            start = end;
+        }
+        pass.merge(&mut total, &partial).unwrap();
+    }
+    total
+}
+
+/// A pass's `finish`: a finished total into its results, and the row count.
+type Finish<'a> = &'a dyn Fn(&mut [f64], &mut [f64]) -> unmix::Result<u64>;
+
+#[test]
+fn each_pass_gives_the_bits_of_one_sequential_pass_on_the_splits_it_allows() {
+    // 2.5 chunks, so that the last chunk is short; cuts inside a block of 32 rows and across.
+    let k = 3;
+    let z = data(CHUNK * 5 / 2, k, 3);
+    let w: Vec<f64> = (0..k * k)
+        .map(|i| [0.8, -0.3, 0.5][i % 3] + i as f64 * 0.01)
+        .collect();
+    let contrast = ContrastKind::LogCosh(LogCosh::new(1.2).unwrap());
+    let pieces = [1, 33, 1000, 2049];
+    // Every pass: whole chunks, one partial each.
+    let m = MomentsPass::new(k).unwrap();
+    let p = ParallelPass::new(&w, k, &contrast, Portable).unwrap();
+    let q = DeflationPass::new(&w[..k], k, &contrast).unwrap();
+    let s = SourcePass::new(&w, k, Portable).unwrap();
+    // The moments' partial also holds scratch: compare the moments it holds.
+    let moments = |total: &[f64]| {
+        let view = m.view(total).unwrap();
+        let mut c = vec![0.0; k * k];
+        view.covariance_into(0, &mut c).unwrap();
+        (view.n_samples(), bits(view.mean()), bits(&c))
+    };
+    let mut one = vec![0.0; Pass::<f64>::partial_len(&m)];
+    m.accumulate(&mut one, 0, &z).unwrap();
+    assert_eq!(moments(&chunked(&m, &z, k, &[])), moments(&one), "moments");
+    // Not in pieces of a chunk (`Pass` says so; should this start to hold, widen its doc).
+    assert_ne!(moments(&chunked(&m, &z, k, &pieces)), moments(&one));
+    // The deflation and source passes: any pieces of a chunk as well. Their partials also hold
+    // block scratch: compare what each pass finishes.
+    for cuts in [&[][..], &pieces[..]] {
+        let finished = |finish: Finish<'_>, mut total: Vec<f64>| {
+            let mut out = vec![0.0; k * k + 4 * k];
+            let rows = finish(&mut total, &mut out).unwrap();
+            (rows, bits(&out))
+        };
+        let whole = |pass: &dyn Fn(&mut [f64]) -> unmix::Result<()>, len: usize| {
+            let mut total = vec![0.0; len];
+            pass(&mut total).unwrap();
+            total
+        };
+        let (fp, fq, fs) = (
+            |t: &mut [f64], o: &mut [f64]| p.finish(t, o),
+            |t: &mut [f64], o: &mut [f64]| q.finish(t, o),
+            |t: &mut [f64], o: &mut [f64]| s.finish(t, o),
+        );
+        // The parallel pass gathers rows into blocks from each call's first row: whole chunks
+        // only (`Pass` says so; should pieces start to give the same bits, widen its doc).
+        let one = whole(&|t| p.accumulate(t, 0, &z), Pass::<f64>::partial_len(&p));
+        let split = chunked(&p, &z, k, cuts);
+        assert_eq!(
+            finished(&fp, split) == finished(&fp, one),
+            cuts.is_empty(),
+            "parallel {cuts:?}"
+        );
+        let one = whole(&|t| q.accumulate(t, 0, &z), Pass::<f64>::partial_len(&q));
+        assert_eq!(
+            finished(&fq, chunked(&q, &z, k, cuts)),
+            finished(&fq, one),
+            "deflation {cuts:?}"
+        );
+        let one = whole(&|t| s.accumulate(t, 0, &z), Pass::<f64>::partial_len(&s));
+        assert_eq!(
+            finished(&fs, chunked(&s, &z, k, cuts)),
+            finished(&fs, one),
+            "sources {cuts:?}"
+        );
+    }
+}
+
 /// A contrast the core does not know: its passes cannot be described.
 struct Tanh2;
 impl Contrast for Tanh2 {

@@ -25,13 +25,18 @@ use crate::whiten::WhitenerView;
 /// One mergeable reduction over rows: what a pass computes, whoever runs it.
 ///
 /// A partial result is `partial_len()` [`Sum`] values, zeroed before its first rows. An executor
-/// splits the rows into pieces, each starting at a multiple of [`CHUNK`] rows from the first row
-/// of the pass (the last may be shorter), feeds each piece to [`accumulate`](Self::accumulate)
-/// on some partial (the same partial may take consecutive pieces of one chunk), and folds the
-/// partials into the total with [`merge`](Self::merge) in row order. Any such split gives the
-/// bits of one sequential pass as long as each partial holds at most one chunk: a partial fed
-/// several chunks sums them before they reach the total, which changes the last bits (a few
-/// sums by an ulp). Another fixed order is as deterministic: the Python package merges the
+/// splits the rows into pieces of whole [`CHUNK`]s counted from the first row of the pass (the
+/// last may be shorter), feeds each piece to [`accumulate`](Self::accumulate) on some partial,
+/// and folds the partials into the total with [`merge`](Self::merge) in row order. Any such
+/// split gives the bits of one sequential pass as long as each partial holds at most one chunk:
+/// a partial fed several chunks sums them before they reach the total, which changes the last
+/// bits (a few sums by an ulp).
+///
+/// [`DeflationPass`] and [`SourcePass`] also take one chunk in consecutive pieces of any size on
+/// one partial, with the same bits: their sums take the rows in order, however the calls cut
+/// them. [`ParallelPass`] and [`MomentsPass`] do not: they gather each call's rows into blocks
+/// from the call's first row (the kernel's block rows; 32 rows centred on their own mean), so a
+/// chunk cut into calls changes their last bits. Feed them whole chunks. Another fixed order is as deterministic: the Python package merges the
 /// chunks' partials over a fixed binary tree, the same wherever each node is computed.
 pub trait Pass<T>: Sync {
     /// [`Sum`] elements of a partial result.
@@ -294,7 +299,9 @@ fn store_rows(partial: &mut [Sum], n: u64) -> Result<()> {
 }
 
 /// The mean and centred sum of products of the input rows: each [`CHUNK`] of rows is summarised
-/// alone and merged in order (Chan's update), so every split gives the same bits.
+/// alone and merged in order (Chan's update), so every split into whole chunks gives the same
+/// bits. A chunk cut into several calls is summarised piece by piece, which changes the last
+/// bits ([`Pass`] says which splits a pass allows).
 #[derive(Clone, Copy, Debug)]
 pub struct MomentsPass {
     d: usize,
