@@ -251,8 +251,25 @@ fn chunked<P: Pass<f64>>(pass: &P, z: &[f64], k: usize, cuts: &[usize]) -> Vec<f
     total
 }
 
-/// A pass's `finish`: a finished total into its results, and the row count.
-type Finish<'a> = &'a dyn Fn(&mut [f64], &mut [f64]) -> unmix::Result<u64>;
+/// Whether `pass` over `z` chunk by chunk ([`chunked`] at `cuts`) finishes with the bits of one
+/// sequential call. `finish` turns a total into the pass's results (`k * k + 4 * k` values at
+/// most) and its row count: the partials also hold block scratch, which may differ.
+fn same_as_sequential<P: Pass<f64>>(
+    pass: &P,
+    finish: impl Fn(&mut [f64], &mut [f64]) -> unmix::Result<u64>,
+    z: &[f64],
+    k: usize,
+    cuts: &[usize],
+) -> bool {
+    let finished = |mut total: Vec<f64>| {
+        let mut out = vec![0.0; k * k + 4 * k];
+        let rows = finish(&mut total, &mut out).unwrap();
+        (rows, bits(&out))
+    };
+    let mut one = vec![0.0; pass.partial_len()];
+    pass.accumulate(&mut one, 0, z).unwrap();
+    finished(chunked(pass, z, k, cuts)) == finished(one)
+}
 
 #[test]
 fn each_pass_gives_the_bits_of_one_sequential_pass_on_the_splits_it_allows() {
@@ -263,62 +280,37 @@ fn each_pass_gives_the_bits_of_one_sequential_pass_on_the_splits_it_allows() {
         .map(|i| [0.8, -0.3, 0.5][i % 3] + i as f64 * 0.01)
         .collect();
     let contrast = ContrastKind::LogCosh(LogCosh::new(1.2).unwrap());
-    let pieces = [1, 33, 1000, 2049];
-    // Every pass: whole chunks, one partial each.
     let m = MomentsPass::new(k).unwrap();
     let p = ParallelPass::new(&w, k, &contrast, Portable).unwrap();
     let q = DeflationPass::new(&w[..k], k, &contrast).unwrap();
     let s = SourcePass::new(&w, k, Portable).unwrap();
-    // The moments' partial also holds scratch: compare the moments it holds.
-    let moments = |total: &[f64]| {
-        let view = m.view(total).unwrap();
-        let mut c = vec![0.0; k * k];
-        view.covariance_into(0, &mut c).unwrap();
-        (view.n_samples(), bits(view.mean()), bits(&c))
+    // The moments as the mean then the covariance.
+    let moments = |total: &mut [f64], out: &mut [f64]| {
+        let view = m.view(total)?;
+        out[..k].copy_from_slice(view.mean());
+        view.covariance_into(0, &mut out[k..])?;
+        Ok(view.n_samples())
     };
-    let mut one = vec![0.0; Pass::<f64>::partial_len(&m)];
-    m.accumulate(&mut one, 0, &z).unwrap();
-    assert_eq!(moments(&chunked(&m, &z, k, &[])), moments(&one), "moments");
-    // Not in pieces of a chunk (`Pass` says so; should this start to hold, widen its doc).
-    assert_ne!(moments(&chunked(&m, &z, k, &pieces)), moments(&one));
-    // The deflation and source passes: any pieces of a chunk as well. Their partials also hold
-    // block scratch: compare what each pass finishes.
-    for cuts in [&[][..], &pieces[..]] {
-        let finished = |finish: Finish<'_>, mut total: Vec<f64>| {
-            let mut out = vec![0.0; k * k + 4 * k];
-            let rows = finish(&mut total, &mut out).unwrap();
-            (rows, bits(&out))
-        };
-        let whole = |pass: &dyn Fn(&mut [f64]) -> unmix::Result<()>, len: usize| {
-            let mut total = vec![0.0; len];
-            pass(&mut total).unwrap();
-            total
-        };
+    for cuts in [&[][..], &[1, 33, 1000, 2049][..]] {
+        let whole = cuts.is_empty();
+        // Every pass on whole chunks; the deflation and source passes on any pieces of a chunk
+        // too. The moments and parallel passes gather each call's rows into blocks, so pieces
+        // change their bits (`Pass` says so; should they start to agree, widen its doc).
         let (fp, fq, fs) = (
             |t: &mut [f64], o: &mut [f64]| p.finish(t, o),
             |t: &mut [f64], o: &mut [f64]| q.finish(t, o),
             |t: &mut [f64], o: &mut [f64]| s.finish(t, o),
         );
-        // The parallel pass gathers rows into blocks from each call's first row: whole chunks
-        // only (`Pass` says so; should pieces start to give the same bits, widen its doc).
-        let one = whole(&|t| p.accumulate(t, 0, &z), Pass::<f64>::partial_len(&p));
-        let split = chunked(&p, &z, k, cuts);
-        assert_eq!(
-            finished(&fp, split) == finished(&fp, one),
-            cuts.is_empty(),
-            "parallel {cuts:?}"
+        let agree = |name, same| assert_eq!(same, whole, "{name} at {cuts:?}");
+        agree("moments", same_as_sequential(&m, moments, &z, k, cuts));
+        agree("parallel", same_as_sequential(&p, fp, &z, k, cuts));
+        assert!(
+            same_as_sequential(&q, fq, &z, k, cuts),
+            "deflation at {cuts:?}"
         );
-        let one = whole(&|t| q.accumulate(t, 0, &z), Pass::<f64>::partial_len(&q));
-        assert_eq!(
-            finished(&fq, chunked(&q, &z, k, cuts)),
-            finished(&fq, one),
-            "deflation {cuts:?}"
-        );
-        let one = whole(&|t| s.accumulate(t, 0, &z), Pass::<f64>::partial_len(&s));
-        assert_eq!(
-            finished(&fs, chunked(&s, &z, k, cuts)),
-            finished(&fs, one),
-            "sources {cuts:?}"
+        assert!(
+            same_as_sequential(&s, fs, &z, k, cuts),
+            "sources at {cuts:?}"
         );
     }
 }

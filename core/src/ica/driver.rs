@@ -30,14 +30,14 @@ use crate::whiten::WhitenerView;
 /// and folds the partials into the total with [`merge`](Self::merge) in row order. Any such
 /// split gives the bits of one sequential pass as long as each partial holds at most one chunk:
 /// a partial fed several chunks sums them before they reach the total, which changes the last
-/// bits (a few sums by an ulp).
+/// bits (a few sums by an ulp). Another fixed order is as deterministic: the Python package
+/// merges the chunks' partials over a fixed binary tree, the same wherever each node is computed.
 ///
 /// [`DeflationPass`] and [`SourcePass`] also take one chunk in consecutive pieces of any size on
 /// one partial, with the same bits: their sums take the rows in order, however the calls cut
 /// them. [`ParallelPass`] and [`MomentsPass`] do not: they gather each call's rows into blocks
 /// from the call's first row (the kernel's block rows; 32 rows centred on their own mean), so a
-/// chunk cut into calls changes their last bits. Feed them whole chunks. Another fixed order is as deterministic: the Python package merges the
-/// chunks' partials over a fixed binary tree, the same wherever each node is computed.
+/// chunk cut into calls changes their last bits. Feed them whole chunks.
 pub trait Pass<T>: Sync {
     /// [`Sum`] elements of a partial result.
     fn partial_len(&self) -> usize;
