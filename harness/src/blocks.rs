@@ -65,9 +65,9 @@ struct Fast<T> {
     regions: usize,
     /// The unmixing as given, for [`Folded`]'s `W V`.
     w_sum: Vec<f64>,
-    /// The unmixing in the data's type.
-    w: Vec<T>,
-    /// `W'` at [`small8::K`] components (for [`BlockFloat::unmix8`]), else empty.
+    /// `W'` in the data's type (`wt[j k + i] = w[i k + j]`): row-major `W'` is the layout in which the GEMM takes
+    /// `Y = Z W'` without gathering `W` into panels with scalar loads each block (1.3 ms of a
+    /// 95 ms one-thread iteration at 2e4 x 256), and [`BlockFloat::unmix8`]'s.
     wt: Vec<T>,
     contrast: ContrastKind,
 }
@@ -77,19 +77,15 @@ impl<'p, P: Pass<T>, T: GemmFloat> BlockPass<'p, P, T> {
     pub fn new(inner: &'p P) -> Self {
         let fast = match inner.spec() {
             Some(PassSpec::Parallel { k, w, contrast }) if !portable_requested() => {
-                // The unmixing in the data's type, once per pass.
+                // W' in the data's type, once per pass.
                 let w_sum = w;
-                let w: Vec<T> = w.iter().map(|&v| T::from_sum(v)).collect();
-                let wt = if k == small8::K {
-                    (0..k * k).map(|e| w[(e % k) * k + e / k]).collect()
-                } else {
-                    Vec::new()
-                };
+                let wt = (0..k * k)
+                    .map(|e| T::from_sum(w[(e % k) * k + e / k]))
+                    .collect();
                 Some(Fast {
                     k,
                     regions: if k >= SPLIT_MIN_K { 2 } else { 1 },
                     w_sum: w_sum.to_vec(),
-                    w,
                     wt,
                     contrast,
                 })
@@ -173,7 +169,8 @@ pub trait BlockFloat: Float + core::ops::AddAssign {
     /// `y <- g(y)` in place, `b[i] += g'(y[r k + i])` over the rows `r` of `y` (`k` wide):
     /// `contrast` (this module) with this type's values per step. `ahead` (the next block's
     /// rows, or empty) is asked into the cache meanwhile (a prefetch, which changes no value).
-    fn contrast(c: ContrastKind, y: &mut [Self], b: &mut [Self], k: usize, ahead: &[Self]);
+    /// Whether every value of `y` was finite.
+    fn contrast(c: ContrastKind, y: &mut [Self], b: &mut [Self], k: usize, ahead: &[Self]) -> bool;
     /// [`crate::vmath`]'s `tanh` in this type.
     fn fused_tanh(x: Self) -> Self;
     /// [`crate::vmath`]'s `exp` (of `x <= 0`) in this type.
@@ -203,6 +200,10 @@ pub trait BlockFloat: Float + core::ops::AddAssign {
 /// Each wide step also asks for the cache lines of `ahead` at the step's offset ([`prefetch`]).
 /// `eval` must be an `#[inline(always)]` closure, or it is compiled outside the caller's AVX2
 /// instance.
+///
+/// Returns whether every value of `y` was finite, looked for as each value is read: a separate
+/// scan of the block (in the cache after its product) was 1.8 % of a one-thread iteration at
+/// 2e4 x 256.
 #[inline(always)]
 fn each_value<T: BlockFloat, const S: usize, const W: usize>(
     y: &mut [T],
@@ -210,22 +211,24 @@ fn each_value<T: BlockFloat, const S: usize, const W: usize>(
     k: usize,
     ahead: &[T],
     eval: impl Fn(T) -> (T, T),
-) {
+) -> bool {
     const { assert!(W.is_multiple_of(S)) };
+    let mut finite = true;
     if k < S && S.is_multiple_of(k) {
         let mut sums = [T::ZERO; S];
         let mut wide = y.chunks_exact_mut(W);
         for (i, step) in (&mut wide).enumerate() {
             prefetch(ahead, i * W, W);
-            each_in_step::<T, W, S>(step, &mut sums, &eval);
+            finite &= each_in_step::<T, W, S>(step, &mut sums, &eval);
         }
         let mut steps = wide.into_remainder().chunks_exact_mut(S);
         for step in &mut steps {
-            each_in_step::<T, S, S>(step, &mut sums, &eval);
+            finite &= each_in_step::<T, S, S>(step, &mut sums, &eval);
         }
         // What is left is whole rows (k divides S and the block).
         for row in steps.into_remainder().chunks_exact_mut(k) {
             for (v, b) in row.iter_mut().zip(b.iter_mut()) {
+                finite &= v.is_finite();
                 let (g, d) = eval(*v);
                 *v = g;
                 *b += d;
@@ -240,21 +243,23 @@ fn each_value<T: BlockFloat, const S: usize, const W: usize>(
             let (mut wide, mut bw) = (row.chunks_exact_mut(W), b.chunks_exact_mut(W));
             for (i, (step, bs)) in (&mut wide).zip(&mut bw).enumerate() {
                 prefetch(ahead, r * k + i * W, W);
-                each_in_step::<T, W, W>(step, bs, &eval);
+                finite &= each_in_step::<T, W, W>(step, bs, &eval);
             }
             let (row, b) = (wide.into_remainder(), bw.into_remainder());
             let (mut steps, mut bs) = (row.chunks_exact_mut(S), b.chunks_exact_mut(S));
             for (step, bs) in (&mut steps).zip(&mut bs) {
-                each_in_step::<T, S, S>(step, bs, &eval);
+                finite &= each_in_step::<T, S, S>(step, bs, &eval);
             }
             let tail = steps.into_remainder().iter_mut();
             for (v, b) in tail.zip(bs.into_remainder()) {
+                finite &= v.is_finite();
                 let (g, d) = eval(*v);
                 *v = g;
                 *b += d;
             }
         }
     }
+    finite
 }
 
 /// Asks for the cache lines of `ahead[at..at + len]` (the part of it that exists) to be loaded
@@ -278,15 +283,18 @@ fn prefetch<T>(ahead: &[T], at: usize, len: usize) {
 }
 
 /// One step of [`each_value`]: all `W` values evaluated, then stored, and their derivatives
-/// added to the `S` sums in order (`sums[i] += d[i]`, then `d[S + i]`, ...).
+/// added to the `S` sums in order (`sums[i] += d[i]`, then `d[S + i]`, ...); whether all `W`
+/// were finite.
 #[inline(always)]
 fn each_in_step<T: BlockFloat, const W: usize, const S: usize>(
     step: &mut [T],
     sums: &mut [T],
     eval: &impl Fn(T) -> (T, T),
-) {
+) -> bool {
     let (mut g, mut d) = ([T::ZERO; W], [T::ZERO; W]);
+    let mut finite = true;
     for i in 0..W {
+        finite &= step[i].is_finite();
         (g[i], d[i]) = eval(step[i]);
     }
     step[..W].copy_from_slice(&g);
@@ -295,12 +303,13 @@ fn each_in_step<T: BlockFloat, const W: usize, const S: usize>(
             *s += *d;
         }
     }
+    finite
 }
 
 impl BlockFloat for f32 {
     #[inline(always)]
-    fn contrast(c: ContrastKind, y: &mut [f32], b: &mut [f32], k: usize, ahead: &[f32]) {
-        contrast::<f32, 32, 64>(c, y, b, k, ahead); // four vectors a step: AVX2's 8 or AVX-512's 16
+    fn contrast(c: ContrastKind, y: &mut [f32], b: &mut [f32], k: usize, ahead: &[f32]) -> bool {
+        contrast::<f32, 32, 64>(c, y, b, k, ahead) // four vectors a step: AVX2's 8 or AVX-512's 16
     }
     #[inline(always)]
     fn fused_tanh(x: f32) -> f32 {
@@ -326,8 +335,8 @@ impl BlockFloat for f32 {
 
 impl BlockFloat for f64 {
     #[inline(always)]
-    fn contrast(c: ContrastKind, y: &mut [f64], b: &mut [f64], k: usize, ahead: &[f64]) {
-        contrast::<f64, 16, 32>(c, y, b, k, ahead); // four vectors a step: AVX2's 4 or AVX-512's 8
+    fn contrast(c: ContrastKind, y: &mut [f64], b: &mut [f64], k: usize, ahead: &[f64]) -> bool {
+        contrast::<f64, 16, 32>(c, y, b, k, ahead) // four vectors a step: AVX2's 4 or AVX-512's 8
     }
     #[inline(always)]
     fn fused_tanh(x: f64) -> f64 {
@@ -364,22 +373,19 @@ fn contrast<T: BlockFloat, const S: usize, const W: usize>(
     b: &mut [T],
     k: usize,
     ahead: &[T],
-) {
+) -> bool {
     if fused_multiply_add() {
         #[cfg(target_arch = "x86_64")]
-        {
-            if uses_avx512() {
-                // SAFETY: `uses_avx512` detected AVX-512 F, VL and DQ, AVX2 and FMA.
-                unsafe { in_type_avx512::<T, S, W>(c, y, b, k, ahead) };
-            } else {
-                // SAFETY: on x86-64 `fused_multiply_add` is `uses_avx2`: AVX2 and FMA were
-                // detected.
-                unsafe { in_type_avx2::<T, S>(c, y, b, k, ahead) };
-            }
-        }
+        return if uses_avx512() {
+            // SAFETY: `uses_avx512` detected AVX-512 F, VL and DQ, AVX2 and FMA.
+            unsafe { in_type_avx512::<T, S, W>(c, y, b, k, ahead) }
+        } else {
+            // SAFETY: on x86-64 `fused_multiply_add` is `uses_avx2`: AVX2 and FMA were
+            // detected.
+            unsafe { in_type_avx2::<T, S>(c, y, b, k, ahead) }
+        };
         #[cfg(not(target_arch = "x86_64"))]
-        in_type::<T, S, S>(c, y, b, k, ahead);
-        return;
+        return in_type::<T, S, S>(c, y, b, k, ahead);
     }
     match c {
         ContrastKind::LogCosh(c) => via_core::<T, S>(c, y, b, k, ahead),
@@ -397,7 +403,7 @@ fn in_type<T: BlockFloat, const S: usize, const W: usize>(
     b: &mut [T],
     k: usize,
     ahead: &[T],
-) {
+) -> bool {
     let (one, half, three) = (T::from_f64(1.0), T::from_f64(0.5), T::from_f64(3.0));
     match c {
         ContrastKind::LogCosh(c) => {
@@ -412,7 +418,7 @@ fn in_type<T: BlockFloat, const S: usize, const W: usize>(
                     let t = T::fused_tanh(alpha * u);
                     (t, alpha * (one - t * t))
                 },
-            );
+            )
         }
         ContrastKind::Exp => each_value::<_, S, W>(
             y,
@@ -452,7 +458,7 @@ fn in_type_avx2<T: BlockFloat, const S: usize>(
     b: &mut [T],
     k: usize,
     ahead: &[T],
-) {
+) -> bool {
     in_type::<T, S, S>(c, y, b, k, ahead)
 }
 
@@ -467,7 +473,7 @@ fn in_type_avx512<T: BlockFloat, const S: usize, const W: usize>(
     b: &mut [T],
     k: usize,
     ahead: &[T],
-) {
+) -> bool {
     in_type::<T, S, W>(c, y, b, k, ahead)
 }
 
@@ -480,7 +486,7 @@ fn via_core<T: BlockFloat, const S: usize>(
     b: &mut [T],
     k: usize,
     ahead: &[T],
-) {
+) -> bool {
     each_value::<_, S, S>(
         y,
         b,
@@ -646,8 +652,8 @@ impl<T: GemmFloat> Block<T> {
     }
 
     /// `G = g(Z W')' Z` and `b = sum g'(Z W')` over the rows `z` (`nb x k`), asking for the
-    /// rows `ahead` (the next block's) meanwhile; `false`, and neither computed, when
-    /// `Y = Z W'` has a non-finite value. In `f64` off the 8-component kernel the product adds
+    /// rows `ahead` (the next block's) meanwhile; `false`, and `G` not computed, when
+    /// `Y = Z W'` has a non-finite value (the contrast looks for one as it reads `Y`). In `f64` off the 8-component kernel the product adds
     /// `G` to the region's `G` itself (`region`, [`region_len`]) and [`Self::add_to`] adds the
     /// rest: one addition per entry, as `add_to` makes, without writing `G` and reading it back
     /// (2 % of a one-thread iteration at 2e4 x 256).
@@ -657,15 +663,14 @@ impl<T: GemmFloat> Block<T> {
         let nb = z.len() / k;
         let y = &mut self.y[..nb * k];
         let small = k == small8::K;
-        // Y = Z W' (nb x k): A = Z (row stride k), B = W' (element (j, i) = w[i k + j]).
+        // Y = Z W' (nb x k): A = Z (row stride k), B = W' (row-major `wt`).
         if !(small && T::unmix8(&fast.wt, z, y)) {
-            gemm(nb, k, k, z, (k, 1), &fast.w, (1, k), y, k, false);
-        }
-        if crate::simd::first_non_finite(y).is_some() {
-            return false;
+            gemm(nb, k, k, z, (k, 1), &fast.wt, (k, 1), y, k, false);
         }
         self.b.fill(T::ZERO);
-        T::contrast(fast.contrast, y, &mut self.b, k, ahead);
+        if !T::contrast(fast.contrast, y, &mut self.b, k, ahead) {
+            return false;
+        }
         // G = g(Y)' Z (k x k): A = g(Y)' (element (i, r) = y[r k + i]), B = Z (row stride k).
         self.g_added = false;
         if !(small && T::gram8(y, z, &mut self.g)) {
@@ -711,9 +716,7 @@ pub struct Folded<T> {
     d: usize,
     contrast: ContrastKind,
     mean: Vec<T>,
-    /// `W V` (`k x d`), in the data's type.
-    wv: Vec<T>,
-    /// `(W V)'` at [`small8::K`] components and features, else empty.
+    /// `(W V)'` (`d x k`, row-major), the layout of `wt` ([`Fast`]).
     wvt: Vec<T>,
     /// The whitening `V` (`k x d`), for `G = G_X V'` in `f64`.
     v: Vec<f64>,
@@ -743,17 +746,12 @@ impl<T: GemmFloat, P: Pass<T>> BlockPass<'_, P, T> {
             false,
         );
         let wv: Vec<T> = wv64.iter().map(|&x| T::from_f64(x)).collect();
-        let wvt = if k == small8::K && d == small8::K {
-            (0..k * d).map(|e| wv[(e % k) * d + e / k]).collect()
-        } else {
-            Vec::new()
-        };
+        let wvt = (0..k * d).map(|e| wv[(e % k) * d + e / k]).collect();
         Some(Folded {
             k,
             d,
             contrast: fast.contrast,
             mean: mean.to_vec(),
-            wv,
             wvt,
             v,
         })
@@ -873,16 +871,15 @@ impl<T: GemmFloat> FoldBlock<T> {
             }
         }
         let y = &mut self.y[..nb * k];
-        let small = !f.wvt.is_empty();
+        let small = k == small8::K && d == small8::K;
         if !(small && T::unmix8(&f.wvt, xc, y)) {
-            gemm(nb, d, k, xc, (d, 1), &f.wv, (1, d), y, k, false);
-        }
-        // What whitening these rows would have reported.
-        if crate::simd::first_non_finite(y).is_some() {
-            return Err(Error::Overflow);
+            gemm(nb, d, k, xc, (d, 1), &f.wvt, (k, 1), y, k, false);
         }
         self.b.fill(T::ZERO);
-        T::contrast(f.contrast, y, &mut self.b, k, &[]);
+        if !T::contrast(f.contrast, y, &mut self.b, k, &[]) {
+            // What whitening these rows would have reported.
+            return Err(Error::Overflow);
+        }
         if !(small && T::gram8(y, xc, &mut self.gx)) {
             gemm(k, nb, d, y, (1, k), xc, (d, 1), &mut self.gx, d, false);
         }
@@ -940,6 +937,84 @@ mod tests {
         for k in [8, 64] {
             check::<f64>(k);
             check::<f32>(k);
+        }
+    }
+
+    /// A NaN or an infinity among the rows is reported at its row and column of the pass, and
+    /// an unmixing that overflows on finite rows as an overflow: found by the contrast as it
+    /// reads `Y` (no separate scan), in every part of its loop (steps spanning several rows at
+    /// k = 8, whole steps at k = 64, steps and tails at k = 40), for each contrast and type. An
+    /// infinity matters: `tanh` of it is finite.
+    #[test]
+    fn non_finite_rows_and_overflow_are_reported_where_they_are() {
+        fn check<T: GemmFloat>(k: usize, c: ContrastKind) {
+            let rows = 3 * BLOCK_ROWS + 17;
+            let z: Vec<T> = (0..rows * k)
+                .map(|i| T::from_f64(((i * 7919 % 2003) as f64 - 1001.0) / 700.0))
+                .collect();
+            let w: Vec<f64> = (0..k * k)
+                .map(|i| f64::from(i % (k + 1) == 0) + ((i * 31 % 17) as f64 - 8.0) / 100.0)
+                .collect();
+            let kernel = crate::simd::CliKernel::for_this_cpu();
+            let first = 5 * CHUNK as u64;
+            let pass_on = |w: &[f64], z: &[T]| -> Result<()> {
+                macro_rules! with {
+                    ($contrast:expr) => {{
+                        let inner = unmix::ica::ParallelPass::new(w, k, &$contrast, kernel)?;
+                        let pass = BlockPass::new(&inner);
+                        assert!(pass.fast.is_some());
+                        pass.accumulate(&mut vec![0.0; pass.partial_len()], first, z)
+                    }};
+                }
+                match c {
+                    ContrastKind::LogCosh(l) => with!(l),
+                    ContrastKind::Exp => with!(Exp),
+                    ContrastKind::Cube => with!(Cube),
+                }
+            };
+            pass_on(&w, &z).unwrap();
+            let positions = [
+                (0, 0),
+                (BLOCK_ROWS - 1, k - 1),
+                (BLOCK_ROWS + 3, k / 2),
+                (rows - 1, k - 1),
+            ];
+            for (row, col) in positions {
+                for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+                    let mut zb = z.clone();
+                    zb[row * k + col] = T::from_f64(bad);
+                    let err = pass_on(&w, &zb).unwrap_err();
+                    let want = Error::NonFinite {
+                        row: first + row as u64,
+                        col,
+                    };
+                    assert_eq!(err, want, "k {k} {c:?}: {bad} at ({row}, {col})");
+                }
+            }
+            // Finite rows whose unmixing overflows in one value: a large row against a large
+            // weight on the diagonal (the row's other values stay finite), so that each part of
+            // the contrast's loop must find it.
+            let big = if size_of::<T>() == 4 { 1e30 } else { 1e300 };
+            for (row, col) in positions {
+                let mut zb = z.clone();
+                zb[row * k..][..k].fill(T::from_f64(big));
+                let mut wb = w.clone();
+                wb[col * k + col] = big;
+                let err = pass_on(&wb, &zb).unwrap_err();
+                assert_eq!(err, Error::Overflow, "k {k} {c:?}: ({row}, {col})");
+            }
+        }
+        let contrasts = [
+            ContrastKind::LogCosh(LogCosh::new(1.0).unwrap()),
+            ContrastKind::LogCosh(LogCosh::new(1.5).unwrap()),
+            ContrastKind::Exp,
+            ContrastKind::Cube,
+        ];
+        for c in contrasts {
+            for k in [8, 40, 64] {
+                check::<f64>(k, c);
+                check::<f32>(k, c);
+            }
         }
     }
 
