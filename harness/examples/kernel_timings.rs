@@ -8,6 +8,7 @@
 //! cargo run --release -p harness --example kernel_timings -- update K
 //! cargo run --release -p harness --example kernel_timings -- products ROWS K [NB] [f32]
 //! cargo run --release -p harness --example kernel_timings -- eigen K|X.npy
+//! cargo run --release -p harness --example kernel_timings -- contrast ALPHA
 //! ```
 //!
 //! `moments`: `harness::pipeline::moments` of an f64 `.npy` on a pool of THREADS threads.
@@ -20,7 +21,9 @@
 //! `W W'` (pseudo-random K x K `W`), or of the covariance of an f64 `.npy` (the whitening's),
 //! sequential, at each divide-and-conquer threshold
 //! (`SelfAdjointEvdParams::recursion_threshold`, faer's default 128), and the eigenvalues
-//! alone, to see where the update's time goes.
+//! alone, to see where the update's time goes. `contrast`: the block pass's `f64` log-cosh
+//! contrast (`harness::blocks::BlockFloat::contrast`, this CPU's instance) with `alpha` ALPHA
+//! on a 256 x 256 block, per value, a copy of the block included.
 
 use harness::simd::{CliKernel, centred_product, fastest, gemm};
 use std::time::Instant;
@@ -154,6 +157,23 @@ fn main() -> anyhow::Result<()> {
                 z.len() / k,
                 if f32 { "f32, G added in f64" } else { "f64" },
                 flops / ms / 1e6
+            );
+        }
+        "contrast" => {
+            use harness::blocks::BlockFloat;
+            let alpha: f64 = arg(1)?.parse()?;
+            let c = unmix::ica::ContrastKind::LogCosh(unmix::ica::LogCosh::new(alpha)?);
+            let y0: Vec<f64> = values(256 * 256).iter().map(|v| v * 6.0).collect();
+            let (mut y, mut b) = (y0.clone(), vec![0.0; 256]);
+            let ms = median_ms(51, || {
+                for _ in 0..20 {
+                    y.copy_from_slice(&y0);
+                    assert!(<f64 as BlockFloat>::contrast(c, &mut y, &mut b, 256, &[]));
+                }
+            });
+            println!(
+                "log-cosh contrast, alpha {alpha}, 256 x 256 block: median of 51 {:.3} ns a value",
+                ms * 1e6 / (20.0 * 65536.0)
             );
         }
         "eigen" => {

@@ -406,6 +406,19 @@ fn in_type<T: BlockFloat, const S: usize, const W: usize>(
 ) -> bool {
     let (one, half, three) = (T::from_f64(1.0), T::from_f64(0.5), T::from_f64(3.0));
     match c {
+        // At scikit-learn's default alpha = 1, without the two products by alpha (exact then, so
+        // the same bits).
+        ContrastKind::LogCosh(c) if c.alpha() == 1.0 => each_value::<_, S, W>(
+            y,
+            b,
+            k,
+            ahead,
+            #[inline(always)]
+            |u| {
+                let t = T::fused_tanh(u);
+                (t, one - t * t)
+            },
+        ),
         ContrastKind::LogCosh(c) => {
             let alpha = T::from_f64(c.alpha());
             each_value::<_, S, W>(

@@ -52,7 +52,8 @@ pub fn tanh(x: f64) -> f64 {
     let (em, scale) = reduce(-2.0 * if a > 20.0 { 20.0 } else { a });
     // expm1 = 2^n expm1(r) + (2^n - 1); 2^n - 1 is exact for n in [-58, 0].
     let m = scale.mul_add(em, scale - 1.0);
-    (-m / (2.0 + m)).copysign(x)
+    // -m / (2 + m), the same bits without an instruction for the sign of m (negation is exact).
+    (m / (-2.0 - m)).copysign(x)
 }
 
 /// `exp(x)` for `x <= 0` (0 below `-708`).
@@ -95,7 +96,8 @@ pub fn tanh_f32(x: f32) -> f32 {
     let (em, scale) = reduce_f32(-2.0 * if a > 9.0 { 9.0 } else { a });
     // expm1 = 2^n expm1(r) + (2^n - 1); 2^n - 1 is exact for n in [-26, 0].
     let m = scale.mul_add(em, scale - 1.0);
-    (-m / (2.0 + m)).copysign(x)
+    // -m / (2 + m), the same bits without an instruction for the sign of m (negation is exact).
+    (m / (-2.0 - m)).copysign(x)
 }
 
 /// `exp(x)` in f32 for `x <= 0` (0 below `-87`).
