@@ -588,10 +588,10 @@ impl<T: GemmFloat> Fast<T> {
 
     /// Each block's sums go straight into the partial, in row order, so that the additions are
     /// the same however the chunk's rows arrive (whole or in pieces). Non-finite values are
-    /// looked for in each block's `Y`, in the cache after its product, not in its rows: checked
+    /// looked for in each block's `Y` by the contrast as it reads it, not in the rows: checked
     /// first, the rows came from memory there (4 % of a one-thread iteration at 2e4 x 256, 3.5
     /// of 92.6 ms), and a separate scan of the chunk read them from memory twice (6 % at
-    /// 1e6 x 8).
+    /// 1e6 x 8); only a block that fails has its rows searched, for the error's position.
     #[inline(always)]
     fn run_blocks(
         &self,
