@@ -960,6 +960,10 @@ mod tests {
     /// infinity matters: `tanh` of it is finite.
     #[test]
     fn non_finite_rows_and_overflow_are_reported_where_they_are() {
+        if portable_requested() {
+            eprintln!("SKIPPED block pass checks: UNMIX_SIMD=portable takes the core's pass");
+            return;
+        }
         fn check<T: GemmFloat>(k: usize, c: ContrastKind) {
             let rows = 3 * BLOCK_ROWS + 17;
             let z: Vec<T> = (0..rows * k)
