@@ -65,7 +65,7 @@ struct Fast<T> {
     regions: usize,
     /// The unmixing as given, for [`Folded`]'s `W V`.
     w_sum: Vec<f64>,
-    /// `W'` in the data's type (`wt[j k + i] = w[i k + j]`): row-major `W'` is the layout in which the GEMM takes
+    /// `W'` in the data's type, row-major ([`transposed`]): the layout in which the GEMM takes
     /// `Y = Z W'` without gathering `W` into panels with scalar loads each block (1.3 ms of a
     /// 95 ms one-thread iteration at 2e4 x 256), and [`BlockFloat::unmix8`]'s.
     wt: Vec<T>,
@@ -79,9 +79,7 @@ impl<'p, P: Pass<T>, T: GemmFloat> BlockPass<'p, P, T> {
             Some(PassSpec::Parallel { k, w, contrast }) if !portable_requested() => {
                 // W' in the data's type, once per pass.
                 let w_sum = w;
-                let wt = (0..k * k)
-                    .map(|e| T::from_sum(w[(e % k) * k + e / k]))
-                    .collect();
+                let wt = transposed(w, k, k, T::from_sum);
                 Some(Fast {
                     k,
                     regions: if k >= SPLIT_MIN_K { 2 } else { 1 },
@@ -153,6 +151,14 @@ impl<T: GemmFloat, P: Pass<T>> Pass<T> for BlockPass<'_, P, T> {
     fn spec(&self) -> Option<PassSpec<'_>> {
         self.inner.spec()
     }
+}
+
+/// The `cols x rows` transpose of the row-major `rows x cols` matrix `m`, row-major, each value
+/// converted by `to`.
+fn transposed<A: Copy, T>(m: &[A], rows: usize, cols: usize, to: impl Fn(A) -> T) -> Vec<T> {
+    (0..rows * cols)
+        .map(|e| to(m[(e % rows) * cols + e / rows]))
+        .collect()
 }
 
 /// Values of a region of the block path's partials: the rows, `G` (`k x k`) and `b` (`k`) summed
@@ -666,10 +672,11 @@ impl<T: GemmFloat> Block<T> {
 
     /// `G = g(Z W')' Z` and `b = sum g'(Z W')` over the rows `z` (`nb x k`), asking for the
     /// rows `ahead` (the next block's) meanwhile; `false`, and `G` not computed, when
-    /// `Y = Z W'` has a non-finite value (the contrast looks for one as it reads `Y`). In `f64` off the 8-component kernel the product adds
-    /// `G` to the region's `G` itself (`region`, [`region_len`]) and [`Self::add_to`] adds the
-    /// rest: one addition per entry, as `add_to` makes, without writing `G` and reading it back
-    /// (2 % of a one-thread iteration at 2e4 x 256).
+    /// `Y = Z W'` has a non-finite value (the contrast looks for one as it reads `Y`). In `f64`
+    /// off the 8-component kernel the product adds `G` to the region's `G` itself (`region`,
+    /// [`region_len`]) and [`Self::add_to`] adds the rest: one addition per entry, as `add_to`
+    /// makes, without writing `G` and reading it back (2 % of a one-thread iteration at
+    /// 2e4 x 256).
     #[inline(always)]
     fn run(&mut self, fast: &Fast<T>, z: &[T], ahead: &[T], region: &mut [f64]) -> bool {
         let k = fast.k;
@@ -758,8 +765,7 @@ impl<T: GemmFloat, P: Pass<T>> BlockPass<'_, P, T> {
             d,
             false,
         );
-        let wv: Vec<T> = wv64.iter().map(|&x| T::from_f64(x)).collect();
-        let wvt = (0..k * d).map(|e| wv[(e % k) * d + e / k]).collect();
+        let wvt = transposed(&wv64, k, d, T::from_f64);
         Some(Folded {
             k,
             d,
@@ -915,6 +921,16 @@ mod tests {
     use super::*;
     use unmix::ica::LogCosh;
 
+    /// The three contrasts, log-cosh at the default alpha (its own path) and at another.
+    fn every_contrast() -> [ContrastKind; 4] {
+        [
+            ContrastKind::LogCosh(LogCosh::new(1.0).unwrap()),
+            ContrastKind::LogCosh(LogCosh::new(1.7).unwrap()),
+            ContrastKind::Exp,
+            ContrastKind::Cube,
+        ]
+    }
+
     /// A chunk's rows given whole, or in pieces of whole blocks (some cutting across the middle
     /// of the chunk, where the second region starts), give the same partial, bit for bit: at
     /// k = 64 (two regions) and k = 8 (one), in `f64` (`G` added by the product) and `f32`.
@@ -1021,13 +1037,7 @@ mod tests {
                 assert_eq!(err, Error::Overflow, "k {k} {c:?}: ({row}, {col})");
             }
         }
-        let contrasts = [
-            ContrastKind::LogCosh(LogCosh::new(1.0).unwrap()),
-            ContrastKind::LogCosh(LogCosh::new(1.5).unwrap()),
-            ContrastKind::Exp,
-            ContrastKind::Cube,
-        ];
-        for c in contrasts {
+        for c in every_contrast() {
             for k in [8, 40, 64] {
                 check::<f64>(k, c);
                 check::<f32>(k, c);
@@ -1064,13 +1074,7 @@ mod tests {
                 assert_eq!(bits(&b2), bits(&b5), "{c:?} k {k} rows {rows}: sums");
             }
         }
-        let contrasts = [
-            ContrastKind::LogCosh(LogCosh::new(1.0).unwrap()),
-            ContrastKind::LogCosh(LogCosh::new(1.7).unwrap()),
-            ContrastKind::Exp,
-            ContrastKind::Cube,
-        ];
-        for c in contrasts {
+        for c in every_contrast() {
             for k in (1..=40).chain([48, 63, 64, 65, 96, 256]) {
                 check::<f64, 16, 32>(c, k);
                 check::<f32, 32, 64>(c, k);
