@@ -28,10 +28,14 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 DATA = ROOT / "target" / "peer-data"
 
 
+def middle(times):
+    """The median of collected times (the upper middle one of an even count)."""
+    return sorted(times)[len(times) // 2]
+
+
 def median(fn, repeat):
     """Median of `repeat` single runs: criterion reports medians for unmix, so compare like with like."""
-    times = sorted(timeit.repeat(fn, repeat=repeat, number=1))
-    return times[len(times) // 2]
+    return middle(timeit.repeat(fn, repeat=repeat, number=1))
 
 
 def main():
@@ -228,8 +232,8 @@ def whitening(repeat=5):
                     if base:
                         time.sleep(0.2)
                         t_b.append(unmix_process(args, threads, exe=base))
-            a, b, f, c, e = (sorted(t)[len(t) // 2] for t in (t_np, t_io, t_sync, t_u, t_new))
-            last = f" | {sorted(t_b)[len(t_b) // 2]:11.3f} s" if base else ""
+            a, b, f, c, e = (middle(t) for t in (t_np, t_io, t_sync, t_u, t_new))
+            last = f" | {middle(t_b):11.3f} s" if base else ""
             print(f"{n:>6} x {d:>3} {threads:>3} | {a:14.3f} s | {b:13.3f} s | {f:19.3f} s "
                   f"| {c:11.3f} s | {c / a:5.2f} | {c / f:5.2f} | {e:11.3f} s | {e / a:5.2f}" + last)
 
