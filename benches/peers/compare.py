@@ -92,6 +92,40 @@ def unmix_process(args, threads, env=None, exe=None):
     return time.perf_counter() - start
 
 
+def machine_rates(threads, repeat):
+    """This machine's rates on `threads` threads, measured by numpy in the same run: the matmul
+    rate (GF/s) of a 1024 x 1024 x 1024 product, and the read bandwidth (GB/s) of summing
+    256 MB, split among `threads` Python threads (numpy releases the GIL in the sum)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    a = np.random.default_rng(1).standard_normal((1024, 1024))
+    with threadpool_limits(limits=threads):
+        gemm = median(lambda: a @ a, repeat)
+    big = np.ones(32 << 20)
+    parts = np.array_split(big, threads)
+    with ThreadPoolExecutor(threads) as pool:
+        read = median(lambda: list(pool.map(np.sum, parts)), repeat)
+    return 2 * 1024**3 / gemm / 1e9, big.nbytes / read / 1e9
+
+
+def iteration_bound(n, k, rate, bandwidth):
+    """Lower bound (s) of one parallel FastICA iteration on N x K white rows (issue 7's cost
+    model, `benches/README.md`): the two products (4 K^2 N flops) at `rate` GF/s or the rows
+    read once (8 K N bytes) at `bandwidth` GB/s, whichever is longer, plus the update's K^3
+    work (about 15 K^3 flops) at `rate`. The contrast is left out: the bound is the machine's,
+    not any one `tanh`'s."""
+    return max(4 * k * k * n / (rate * 1e9), 8 * k * n / (bandwidth * 1e9)) + 15 * k**3 / (rate * 1e9)
+
+
+def whitening_bound(n, d, k, rate, bandwidth):
+    """Lower bound (s) of centring, covariance, eigen-decomposition and transform of N x D rows
+    to K columns, in memory: the moments (D^2 N flops, one triangle), the eigen-decomposition
+    (about 9 D^3) and the transform (2 K D N) at `rate` GF/s, or the input read once and the
+    output written once (8 (D + K) N bytes) at `bandwidth` GB/s, whichever is longer."""
+    flops = d * d * n + 9 * d**3 + 2 * k * d * n
+    return max(flops / (rate * 1e9), 8 * (d + k) * n / (bandwidth * 1e9))
+
+
 def embedding(repeat=int(os.environ.get("UNMIX_EMBED_REPEAT", 3)),
               many=int(os.environ.get("UNMIX_EMBED_ITERATIONS", 11))):
     """Per-iteration time, whole fit and whitening at embedding sizes, 1 and 2 threads, with
@@ -100,16 +134,22 @@ def embedding(repeat=int(os.environ.get("UNMIX_EMBED_REPEAT", 3)),
     `repeat` runs each; the last two columns are unmix's iteration on the same file read as
     f32 (`--dtype f32`) and on an f32 `.npy` file of the same values, against its f64
     iteration. On a noisy machine UNMIX_EMBED_ITERATIONS=31 (max_iter 31, / 30)
-    and UNMIX_EMBED_REPEAT=5 steady the differences, at about three times the run time."""
+    and UNMIX_EMBED_REPEAT=5 steady the differences, at about three times the run time.
+    Each thread count first measures the machine's matmul rate and read bandwidth
+    (`machine_rates`); the iteration and whitening columns then give each side's time as a
+    multiple of the lower bound those rates imply (`iteration_bound`, `whitening_bound`)."""
     import warnings
     from sklearn.exceptions import ConvergenceWarning
 
     warnings.filterwarnings("ignore", category=ConvergenceWarning)  # tol 0 runs to max_iter
     subprocess.run(["cargo", "build", "--release", "-p", "harness"], cwd=ROOT, check=True)
     rng = np.random.default_rng(0)
-    print(f"{'N x D (K)':>18} thr | iteration sk / unmix (ratio) | fit sk / unmix (ratio) "
-          f"| whiten numpy / unmix | numpy matmul GF/s | unmix f32 iteration (--dtype f32) "
-          f"| unmix f32 iteration (f32 file)")
+    rates = {threads: machine_rates(threads, repeat) for threads in (1, 2)}
+    for threads, (rate, bandwidth) in rates.items():
+        print(f"{threads} thread(s): numpy matmul 1024^3 {rate:.1f} GF/s, read {bandwidth:.1f} GB/s")
+    print(f"{'N x D (K)':>18} thr | iteration sk / unmix (ratio) | iteration bound (sk, unmix x it) "
+          f"| fit sk / unmix (ratio) | whiten numpy / unmix (bound; x it) | numpy matmul GF/s "
+          f"| unmix f32 iteration (--dtype f32) | unmix f32 iteration (f32 file)")
     sizes = SIZES
     if os.environ.get("UNMIX_EMBED_SIZES"):  # e.g. "100000x64x64,20000x256x256"
         sizes = [tuple(int(v) for v in s.split("x")) for s in os.environ["UNMIX_EMBED_SIZES"].split(",")]
@@ -163,9 +203,15 @@ def embedding(repeat=int(os.environ.get("UNMIX_EMBED_REPEAT", 3)),
             q11 = median(lambda: unmix_process(f32_file + ["--max-iter", str(many)], threads), repeat)
             it_sk, it_u, it_f32, it_f32_file = (
                 (t - o) / (many - 1) for t, o in ((t11, t1), (u11, u1), (v11, v1), (q11, q1)))
+            # The bound takes the faster of numpy's rate on these shapes and on 1024^3.
+            peak, bandwidth = max(rates[threads][0], rate), rates[threads][1]
+            it_b = iteration_bound(n, k, peak, bandwidth)
+            wh_b = whitening_bound(n, d, k, peak, bandwidth)
             print(f"{n:>9} x {d:>3} ({k:>3}) {threads:>3} | {it_sk * 1e3:7.1f} / {it_u * 1e3:7.1f} ms "
-                  f"({it_sk / it_u:5.2f}x) | {sk_fit:6.2f} / {u_fit:6.2f} s ({sk_fit / u_fit:4.1f}x) "
-                  f"| {np_white:5.2f} / {u_white:5.2f} s | {rate:5.1f} "
+                  f"({it_sk / it_u:5.2f}x) | {it_b * 1e3:6.1f} ms ({it_sk / it_b:4.2f}, "
+                  f"{it_u / it_b:4.2f}) | {sk_fit:6.2f} / {u_fit:6.2f} s ({sk_fit / u_fit:4.1f}x) "
+                  f"| {np_white:5.3f} / {u_white:5.3f} s ({wh_b:5.3f} s; {np_white / wh_b:4.2f}, "
+                  f"{u_white / wh_b:4.2f}) | {rate:5.1f} "
                   f"| f32 {it_f32 * 1e3:7.1f} ms ({it_u / it_f32:4.2f}x f64) "
                   f"| f32 file {it_f32_file * 1e3:7.1f} ms ({it_u / it_f32_file:4.2f}x f64)")
 
@@ -177,7 +223,9 @@ def whitening(repeat=5):
     temporary file, fsync, rename), at the embedding sizes (K = D), 1 and 2 threads; and the
     process writing a new file (the previous output deleted first, untimed): renaming over an
     existing output frees the old file's blocks inside the process, 8-12 ms for 41 MB on a
-    disk mounted with `discard`, which the in-process figure never pays. The median of
+    disk mounted with `discard`, which the in-process figure never pays. The last column is
+    the lower bound of the whitening in memory at the machine's rates, measured by numpy at the
+    start (`whitening_bound`, `machine_rates`); the process also reads and writes its files. The median of
     `repeat` runs of each, interleaved, so that a change of load hits both sides. With
     UNMIX_BASE_EXE=path/to/unmix another build (e.g. main's) is timed in the same rounds, in a
     last column."""
@@ -187,9 +235,13 @@ def whitening(repeat=5):
     if os.environ.get("UNMIX_WHITEN_SIZES"):  # e.g. "20000x256,100000x64"
         sizes = [tuple(int(v) for v in s.split("x")) for s in os.environ["UNMIX_WHITEN_SIZES"].split(",")]
     base = os.environ.get("UNMIX_BASE_EXE")
+    rates = {threads: machine_rates(threads, repeat) for threads in (1, 2)}
+    for threads, (rate, bandwidth) in rates.items():
+        print(f"{threads} thread(s): numpy matmul 1024^3 {rate:.1f} GF/s, read {bandwidth:.1f} GB/s")
     print(f"{'N x D':>12} thr | numpy in-process | numpy load+save | numpy load+save+fsync "
           f"| unmix process | unmix / numpy in-process | unmix / numpy durable "
-          f"| unmix process, new file | new file / numpy in-process"
+          f"| unmix process, new file | new file / numpy in-process "
+          f"| in-memory bound (numpy x it, unmix new file x it)"
           + (" | base build process" if base else ""))
     for n, d in sizes:
         x = rng.laplace(size=(n, d)) @ rng.standard_normal((d, d)).T
@@ -233,9 +285,11 @@ def whitening(repeat=5):
                         time.sleep(0.2)
                         t_b.append(unmix_process(args, threads, exe=base))
             a, b, f, c, e = (middle(t) for t in (t_np, t_io, t_sync, t_u, t_new))
+            bound = whitening_bound(n, d, d, *rates[threads])
             last = f" | {middle(t_b):11.3f} s" if base else ""
             print(f"{n:>6} x {d:>3} {threads:>3} | {a:14.3f} s | {b:13.3f} s | {f:19.3f} s "
-                  f"| {c:11.3f} s | {c / a:5.2f} | {c / f:5.2f} | {e:11.3f} s | {e / a:5.2f}" + last)
+                  f"| {c:11.3f} s | {c / a:5.2f} | {c / f:5.2f} | {e:11.3f} s | {e / a:5.2f} "
+                  f"| {bound:.3f} s ({a / bound:4.2f}, {e / bound:4.2f})" + last)
 
 
 if __name__ == "__main__":
