@@ -21,7 +21,8 @@
 //! `W W'` (pseudo-random K x K `W`), or of the covariance of an f64 `.npy` (the whitening's),
 //! sequential, at each divide-and-conquer threshold
 //! (`SelfAdjointEvdParams::recursion_threshold`, faer's default 128), and the eigenvalues
-//! alone, to see where the update's time goes. `contrast`: the block pass's `f64` log-cosh
+//! alone, to see where the update's time goes, and the same matrix's eigen-decomposition in
+//! f32 beside f64 (faer's defaults). `contrast`: the block pass's `f64` log-cosh
 //! contrast (`harness::blocks::BlockFloat::contrast`, this CPU's instance) with `alpha` ALPHA
 //! on a 256 x 256 block, per value, a copy of the block included.
 
@@ -241,6 +242,21 @@ fn main() -> anyhow::Result<()> {
             println!(
                 "eigenvalues alone at k = {k}: median of 31 {:.3} ms",
                 time(ComputeEigenvectors::No, default)?
+            );
+            // The same matrix rounded to f32: would an f32 update be faster for f32 data?
+            // Both through faer's allocating call, so that only the type differs.
+            let a32 = faer::Mat::<f32>::from_fn(k, k, |i, j| a[(i, j)] as f32);
+            let mut failed = false;
+            let f64_ms = median_ms(31, || {
+                failed |= std::hint::black_box(a.self_adjoint_eigen(faer::Side::Lower)).is_err();
+            });
+            let f32_ms = median_ms(31, || {
+                failed |= std::hint::black_box(a32.self_adjoint_eigen(faer::Side::Lower)).is_err();
+            });
+            anyhow::ensure!(!failed, "faer's eigen-decomposition failed");
+            println!(
+                "eigen at k = {k}, faer's defaults (allocating): f64 {f64_ms:.3} ms, \
+                 the same matrix in f32 {f32_ms:.3} ms (medians of 31)"
             );
         }
         other => {
