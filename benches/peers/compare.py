@@ -223,12 +223,12 @@ def whitening(repeat=5):
     temporary file, fsync, rename), at the embedding sizes (K = D), 1 and 2 threads; and the
     process writing a new file (the previous output deleted first, untimed): renaming over an
     existing output frees the old file's blocks inside the process, 8-12 ms for 41 MB on a
-    disk mounted with `discard`, which the in-process figure never pays. The last column is
-    the lower bound of the whitening in memory at the machine's rates, measured by numpy at the
-    start (`whitening_bound`, `machine_rates`); the process also reads and writes its files. The median of
-    `repeat` runs of each, interleaved, so that a change of load hits both sides. With
-    UNMIX_BASE_EXE=path/to/unmix another build (e.g. main's) is timed in the same rounds, in a
-    last column."""
+    disk mounted with `discard`, which the in-process figure never pays. The median of
+    `repeat` runs of each, interleaved, so that a change of load hits both sides. The bound
+    column is the lower bound of the whitening in memory at the machine's rates, measured by
+    numpy at the start (`whitening_bound`, `machine_rates`); the process also reads and writes
+    its files. With UNMIX_BASE_EXE=path/to/unmix another build (e.g. main's) is timed in the
+    same rounds, in a last column."""
     subprocess.run(["cargo", "build", "--release", "-p", "harness"], cwd=ROOT, check=True)
     rng = np.random.default_rng(0)
     sizes = [(20_000, 256), (100_000, 64)]
