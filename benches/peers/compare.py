@@ -108,6 +108,14 @@ def machine_rates(threads, repeat):
     return 2 * 1024**3 / gemm / 1e9, big.nbytes / read / 1e9
 
 
+def print_machine_rates(repeat):
+    """`machine_rates` on one and on two threads, printed; keyed by the thread count."""
+    rates = {threads: machine_rates(threads, repeat) for threads in (1, 2)}
+    for threads, (rate, bandwidth) in rates.items():
+        print(f"{threads} thread(s): numpy matmul 1024^3 {rate:.1f} GF/s, read {bandwidth:.1f} GB/s")
+    return rates
+
+
 def iteration_bound(n, k, rate, bandwidth):
     """Lower bound (s) of one parallel FastICA iteration on N x K white rows (issue 7's cost
     model, `benches/README.md`): the two products (4 K^2 N flops) at `rate` GF/s or the rows
@@ -144,9 +152,7 @@ def embedding(repeat=int(os.environ.get("UNMIX_EMBED_REPEAT", 3)),
     warnings.filterwarnings("ignore", category=ConvergenceWarning)  # tol 0 runs to max_iter
     subprocess.run(["cargo", "build", "--release", "-p", "harness"], cwd=ROOT, check=True)
     rng = np.random.default_rng(0)
-    rates = {threads: machine_rates(threads, repeat) for threads in (1, 2)}
-    for threads, (rate, bandwidth) in rates.items():
-        print(f"{threads} thread(s): numpy matmul 1024^3 {rate:.1f} GF/s, read {bandwidth:.1f} GB/s")
+    rates = print_machine_rates(repeat)
     print(f"{'N x D (K)':>18} thr | iteration sk / unmix (ratio) | iteration bound (sk, unmix x it) "
           f"| fit sk / unmix (ratio) | whiten numpy / unmix (bound; x it) | numpy matmul GF/s "
           f"| unmix f32 iteration (--dtype f32) | unmix f32 iteration (f32 file)")
@@ -235,9 +241,7 @@ def whitening(repeat=5):
     if os.environ.get("UNMIX_WHITEN_SIZES"):  # e.g. "20000x256,100000x64"
         sizes = [tuple(int(v) for v in s.split("x")) for s in os.environ["UNMIX_WHITEN_SIZES"].split(",")]
     base = os.environ.get("UNMIX_BASE_EXE")
-    rates = {threads: machine_rates(threads, repeat) for threads in (1, 2)}
-    for threads, (rate, bandwidth) in rates.items():
-        print(f"{threads} thread(s): numpy matmul 1024^3 {rate:.1f} GF/s, read {bandwidth:.1f} GB/s")
+    rates = print_machine_rates(repeat)
     print(f"{'N x D':>12} thr | numpy in-process | numpy load+save | numpy load+save+fsync "
           f"| unmix process | unmix / numpy in-process | unmix / numpy durable "
           f"| unmix process, new file | new file / numpy in-process "
