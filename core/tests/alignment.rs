@@ -301,6 +301,39 @@ fn bad_input_is_an_error() {
     ));
 }
 
+/// Rows whose distances fit in an f64 but whose squared radius does not: an error, never an
+/// infinite diameter with zero normalised errors (found by the `alignment` fuzz target).
+#[test]
+fn a_radius_past_f64_max_is_an_overflow() {
+    // Zero means and every map the identity: B = A predicts A exactly, so the errors are 0,
+    // while the row's squared distance from the mean, 2e308, is past f64::MAX.
+    let mut identity = vec![0.0; maps_len(2, 2)];
+    for m in identity[4..].chunks_exact_mut(4) {
+        m.copy_from_slice(&[1.0, 0.0, 0.0, 1.0]);
+    }
+    let maps = Maps::from_parts(2, 2, &identity).unwrap();
+    let row = [1e154, 1e154];
+    let mut sums = ErrorSums::new();
+    assert_eq!(sums.accumulate(&maps, &row, &row), Err(Error::Overflow));
+    assert_eq!(sums, ErrorSums::new(), "nothing is added on error");
+    sums.accumulate(&maps, &[1e154, 0.0], &[1e154, 0.0])
+        .unwrap();
+    let one = sums.finish().unwrap();
+    assert_eq!((one.raw.rigid, one.diameter), (0.0, 2e154));
+    // Merged partial sums are checked too: with zero maps and means, a row's squared error is
+    // its squared norm. Each shard's sum (1e308) fits; the merged sum (2e308) does not.
+    let zero = vec![0.0; maps_len(2, 2)];
+    let maps = Maps::from_parts(2, 2, &zero).unwrap();
+    let mut sums = ErrorSums::new();
+    for row in [[1e154, 0.0], [0.0, 1e154]] {
+        let mut shard = ErrorSums::new();
+        shard.accumulate(&maps, &row, &[0.0, 0.0]).unwrap();
+        assert!(shard.finish().is_ok());
+        sums.merge(&shard);
+    }
+    assert_eq!(sums.finish(), Err(Error::Overflow));
+}
+
 /// The polar factor: semi-orthogonal, and `Q' C` symmetric positive semi-definite (so `C = Q P`
 /// with `P` the positive factor), also for rank-deficient `C`.
 #[test]

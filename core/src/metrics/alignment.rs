@@ -520,7 +520,10 @@ impl ErrorSums {
             next.max_radius_sq = next.max_radius_sq.max(radius_sq);
             next.n += 1;
         }
-        if next.sum.iter().chain(&next.sum_sq).any(|v| !v.is_finite()) {
+        // The radius is squared too: rows near 1e154 overflow it while the distances to the
+        // maps' predictions, being smaller, may not.
+        let sums = next.sum.iter().chain(&next.sum_sq);
+        if sums.chain([&next.max_radius_sq]).any(|v| !v.is_finite()) {
             return Err(Error::Overflow);
         }
         *self = next;
@@ -538,13 +541,18 @@ impl ErrorSums {
         self.max_radius_sq = self.max_radius_sq.max(other.max_radius_sq);
     }
     /// The errors. No rows is [`Error::TooFewSamples`]; an `A` with every row equal (diameter 0)
-    /// is [`Error::ZeroVariance`].
+    /// is [`Error::ZeroVariance`]; sums that [`merge`](Self::merge) overflowed, or a diameter
+    /// past `f64::MAX`, are [`Error::Overflow`].
     pub fn finish(&self) -> Result<Alignment> {
         if self.n == 0 {
             return Err(Error::TooFewSamples { n: 0, needed: 1 });
         }
         let n = self.n as Sum;
         let diameter = 2.0 * smath::sqrt(self.max_radius_sq);
+        let sums = self.sum.iter().chain(&self.sum_sq);
+        if sums.chain([&diameter]).any(|v| !v.is_finite()) {
+            return Err(Error::Overflow);
+        }
         if diameter <= 0.0 {
             return Err(Error::ZeroVariance { col: 0 });
         }
