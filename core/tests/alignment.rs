@@ -307,10 +307,7 @@ fn bad_input_is_an_error() {
 fn a_radius_past_f64_max_is_an_overflow() {
     // Zero means and every map the identity: B = A predicts A exactly, so the errors are 0,
     // while the row's squared distance from the mean, 2e308, is past f64::MAX.
-    let mut identity = vec![0.0; maps_len(2, 2)];
-    for m in identity[4..].chunks_exact_mut(4) {
-        m.copy_from_slice(&[1.0, 0.0, 0.0, 1.0]);
-    }
+    let identity = scaled_identities([1.0; 4]);
     let maps = Maps::from_parts(2, 2, &identity).unwrap();
     let row = [1e154, 1e154];
     let mut sums = ErrorSums::new();
@@ -332,6 +329,49 @@ fn a_radius_past_f64_max_is_an_overflow() {
         sums.merge(&shard);
     }
     assert_eq!(sums.finish(), Err(Error::Overflow));
+}
+
+/// `c_k I` for the four maps (permutation, rigid, linear, ICA) of a 2 x 2 alignment, with zero
+/// means.
+fn scaled_identities(c: [f64; 4]) -> Vec<f64> {
+    let mut parts = vec![0.0; maps_len(2, 2)];
+    for (m, ck) in parts[4..].chunks_exact_mut(4).zip(c) {
+        m.copy_from_slice(&[ck, 0.0, 0.0, ck]);
+    }
+    parts
+}
+
+/// Finite sums whose quotients do not fit: errors far larger than a tiny diameter are an
+/// overflow; an efficiency whose share overflows is NaN, like an empty gap, never infinite.
+#[test]
+fn quotients_past_f64_max_are_an_overflow_or_nan() {
+    // One row: distance 1e150 (squared 1e300) against a diameter of 2e-160.
+    let parts = scaled_identities([1.0; 4]);
+    let maps = Maps::from_parts(2, 2, &parts).unwrap();
+    let mut sums = ErrorSums::new();
+    sums.accumulate(&maps, &[1e-160, 0.0], &[1e150, 0.0])
+        .unwrap();
+    assert_eq!(sums.finish(), Err(Error::Overflow));
+
+    // a = b = [x, 0], so each error is x |1 - c_k| exactly: the permutation's 2^-511, the
+    // rigid map's 2^-52 x less, the ICA map's about 2^500 (every square a normal f64). Against
+    // the diameter 2x, the gap is 2^-53 and the ICA error 2^970: the share, about
+    // -2^970 / 2^-53 x 100, is past f64::MAX.
+    let x = 2f64.powi(-471);
+    let c = [
+        1.0 - 2f64.powi(-40),
+        1.0 - 2f64.powi(-40) + 2f64.powi(-52),
+        1.0,
+        -2f64.powi(971),
+    ];
+    let parts = scaled_identities(c);
+    let maps = Maps::from_parts(2, 2, &parts).unwrap();
+    let mut sums = ErrorSums::new();
+    sums.accumulate(&maps, &[x, 0.0], &[x, 0.0]).unwrap();
+    let al = sums.finish().unwrap();
+    assert!(al.normalized.permutation > al.normalized.rigid);
+    assert!(al.normalized.ica.is_finite());
+    assert!(al.efficiency.is_nan(), "{al:?}");
 }
 
 /// The polar factor: semi-orthogonal, and `Q' C` symmetric positive semi-definite (so `C = Q P`

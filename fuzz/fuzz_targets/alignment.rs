@@ -1,5 +1,6 @@
 //! Alignment errors of arbitrary small representations: never a panic; finite input gives
-//! non-negative errors or an error (shapes, too few samples, rank deficiency, non-finite).
+//! finite non-negative errors (raw, normalised, RMS), a positive finite diameter and a finite or
+//! NaN efficiency, or an error (shapes, too few samples, rank deficiency, non-finite, overflow).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -30,14 +31,14 @@ fuzz_target!(|data: &[u8]| {
     let (lf, lu, lt) = workspace_len(n, da, db);
     let (mut wf, mut wu, mut wt) = (vec![0.0; lf], vec![0; lu], vec![0.0; lt]);
     if let Ok(al) = alignment(&x, da, &y, db, &opts, &mut wf, &mut wu, &mut wt) {
-        for v in [
-            al.raw.permutation,
-            al.raw.rigid,
-            al.raw.linear,
-            al.raw.ica,
-            al.diameter,
-        ] {
+        let errors = [al.raw, al.normalized, al.rms];
+        let values = errors
+            .iter()
+            .flat_map(|e| [e.permutation, e.rigid, e.linear, e.ica]);
+        for v in values.chain([al.diameter]) {
             assert!(v >= 0.0 && v.is_finite(), "{al:?}");
         }
+        assert!(al.diameter > 0.0, "{al:?}");
+        assert!(!al.efficiency.is_infinite(), "{al:?}");
     }
 });

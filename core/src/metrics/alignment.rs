@@ -24,7 +24,7 @@
 //!
 //! **Efficiency** `= (permutation - ica) / (permutation - rigid) x 100`: the share of the gap
 //! between the best signed permutation and the best rigid map that unsupervised ICA closes; NaN
-//! when the two errors are equal.
+//! when the two errors are equal (or so close that the share overflows).
 //!
 //! # Passes
 //! The fits need only the joint mean and covariance of `[A, B]`: [`AlignmentMoments`] is a
@@ -466,7 +466,7 @@ pub struct Alignment {
     /// `permutation >= rigid` when `da >= db`; see the module's "Ordering").
     pub rms: Errors,
     /// `(permutation - ica) / (permutation - rigid) x 100`, from the normalised errors; NaN when
-    /// the permutation and rigid errors are equal.
+    /// the permutation and rigid errors are equal, or so close that the share overflows.
     pub efficiency: Sum,
     /// `2 max_t |a_t - mean_A|`.
     pub diameter: Sum,
@@ -541,8 +541,8 @@ impl ErrorSums {
         self.max_radius_sq = self.max_radius_sq.max(other.max_radius_sq);
     }
     /// The errors. No rows is [`Error::TooFewSamples`]; an `A` with every row equal (diameter 0)
-    /// is [`Error::ZeroVariance`]; sums that [`merge`](Self::merge) overflowed, or a diameter
-    /// past `f64::MAX`, are [`Error::Overflow`].
+    /// is [`Error::ZeroVariance`]; sums that [`merge`](Self::merge) overflowed, a diameter past
+    /// `f64::MAX`, or errors that overflow when divided by the diameter are [`Error::Overflow`].
     pub fn finish(&self) -> Result<Alignment> {
         if self.n == 0 {
             return Err(Error::TooFewSamples { n: 0, needed: 1 });
@@ -558,12 +558,18 @@ impl ErrorSums {
         }
         let raw = self.sum.map(|s| s / n);
         let normalized = raw.map(|r| r / diameter);
+        // A tiny diameter under large errors (B far off A's near-constant rows).
+        if normalized.iter().any(|v| !v.is_finite()) {
+            return Err(Error::Overflow);
+        }
         let rms = self.sum_sq.map(|s| smath::sqrt(s / n));
         let gap = normalized[0] - normalized[1];
-        let efficiency = if gap == 0.0 {
-            Sum::NAN
+        let efficiency = (normalized[0] - normalized[3]) / gap * 100.0;
+        // A gap so small that the share overflows says no more than an empty gap.
+        let efficiency = if efficiency.is_finite() {
+            efficiency
         } else {
-            (normalized[0] - normalized[3]) / gap * 100.0
+            Sum::NAN
         };
         Ok(Alignment {
             normalized: Errors::from_array(normalized),
