@@ -520,14 +520,18 @@ impl ErrorSums {
             next.max_radius_sq = next.max_radius_sq.max(radius_sq);
             next.n += 1;
         }
-        // The radius is squared too: rows near 1e154 overflow it while the distances to the
-        // maps' predictions, being smaller, may not.
-        let sums = next.sum.iter().chain(&next.sum_sq);
-        if sums.chain([&next.max_radius_sq]).any(|v| !v.is_finite()) {
+        if !next.is_finite() {
             return Err(Error::Overflow);
         }
         *self = next;
         Ok(())
+    }
+    /// Whether every sum, and the squared radius, fits: rows near 1e154 overflow the radius
+    /// while their distances to the maps' predictions, being smaller, may not; shards that fit
+    /// one by one may overflow once merged.
+    fn is_finite(&self) -> bool {
+        let sums = self.sum.iter().chain(&self.sum_sq);
+        sums.chain([&self.max_radius_sq]).all(|v| v.is_finite())
     }
     /// Adds another partial result.
     pub fn merge(&mut self, other: &ErrorSums) {
@@ -541,18 +545,17 @@ impl ErrorSums {
         self.max_radius_sq = self.max_radius_sq.max(other.max_radius_sq);
     }
     /// The errors. No rows is [`Error::TooFewSamples`]; an `A` with every row equal (diameter 0)
-    /// is [`Error::ZeroVariance`]; sums that [`merge`](Self::merge) overflowed, a diameter past
-    /// `f64::MAX`, or errors that overflow when divided by the diameter are [`Error::Overflow`].
+    /// is [`Error::ZeroVariance`]; sums that [`merge`](Self::merge) overflowed, or errors that
+    /// overflow when divided by the diameter, are [`Error::Overflow`].
     pub fn finish(&self) -> Result<Alignment> {
         if self.n == 0 {
             return Err(Error::TooFewSamples { n: 0, needed: 1 });
         }
         let n = self.n as Sum;
-        let diameter = 2.0 * smath::sqrt(self.max_radius_sq);
-        let sums = self.sum.iter().chain(&self.sum_sq);
-        if sums.chain([&diameter]).any(|v| !v.is_finite()) {
+        if !self.is_finite() {
             return Err(Error::Overflow);
         }
+        let diameter = 2.0 * smath::sqrt(self.max_radius_sq);
         if diameter <= 0.0 {
             return Err(Error::ZeroVariance { col: 0 });
         }
