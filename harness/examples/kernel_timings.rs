@@ -9,6 +9,7 @@
 //! cargo run --release -p harness --example kernel_timings -- products ROWS K [NB] [f32]
 //! cargo run --release -p harness --example kernel_timings -- eigen K|X.npy
 //! cargo run --release -p harness --example kernel_timings -- contrast ALPHA
+//! cargo run --release -p harness --example kernel_timings -- peak
 //! ```
 //!
 //! `moments`: `harness::pipeline::moments` of an f64 `.npy` on a pool of THREADS threads.
@@ -24,7 +25,9 @@
 //! alone, to see where the update's time goes, and the same matrix's eigen-decomposition in
 //! f32 beside f64 (faer's defaults). `contrast`: the block pass's `f64` log-cosh
 //! contrast (`harness::blocks::BlockFloat::contrast`, this CPU's instance) with `alpha` ALPHA
-//! on a 256 x 256 block, per value, a copy of the block included.
+//! on a 256 x 256 block, per value, a copy of the block included. `peak`: one core's f64
+//! fused multiply-add rate (GF/s) on 12 independent chains of AVX2 and of AVX-512 vectors, the
+//! rate no matrix product on this core can pass: the floor under the pass's two products.
 
 use harness::simd::{CliKernel, centred_product, fastest, gemm};
 use std::time::Instant;
@@ -259,9 +262,87 @@ fn main() -> anyhow::Result<()> {
                  the same matrix in f32 {f32_ms:.3} ms (medians of 31)"
             );
         }
+        "peak" => peak::print(),
         other => {
-            anyhow::bail!("unknown mode {other}: moments, transform, update, products or eigen")
+            anyhow::bail!(
+                "unknown mode {other}: moments, transform, update, products, eigen, contrast or peak"
+            )
         }
     }
     Ok(())
+}
+
+/// One core's peak f64 multiply-add rate, measured: 12 independent chains, enough to cover the
+/// latency of every x86-64 FMA unit (4 cycles, 2 ports), so that only the throughput counts.
+#[cfg(target_arch = "x86_64")]
+mod peak {
+    use super::median_ms;
+    use std::arch::x86_64::*;
+
+    const STEPS: usize = 4_000_000;
+
+    /// Two flops per lane per step: `STEPS x 12` multiply-adds of four f64 lanes.
+    #[target_feature(enable = "avx2,fma")]
+    fn avx2() -> f64 {
+        let (b, c) = (_mm256_set1_pd(1.000_000_1), _mm256_set1_pd(1e-9));
+        let mut acc = [_mm256_setzero_pd(); 12];
+        for _ in 0..STEPS {
+            for a in &mut acc {
+                *a = _mm256_fmadd_pd(*a, b, c);
+            }
+        }
+        let mut out = [0.0; 4];
+        // SAFETY: `out` holds the four f64 an unaligned store writes.
+        unsafe {
+            _mm256_storeu_pd(
+                out.as_mut_ptr(),
+                acc.iter().fold(c, |s, &a| _mm256_add_pd(s, a)),
+            )
+        };
+        out.iter().sum()
+    }
+
+    /// The same with eight f64 lanes.
+    #[target_feature(enable = "avx512f")]
+    fn avx512() -> f64 {
+        let (b, c) = (_mm512_set1_pd(1.000_000_1), _mm512_set1_pd(1e-9));
+        let mut acc = [_mm512_setzero_pd(); 12];
+        for _ in 0..STEPS {
+            for a in &mut acc {
+                *a = _mm512_fmadd_pd(*a, b, c);
+            }
+        }
+        _mm512_reduce_add_pd(acc.iter().fold(c, |s, &a| _mm512_add_pd(s, a)))
+    }
+
+    pub fn print() {
+        let flops = |lanes: usize| (2 * lanes * 12 * STEPS) as f64;
+        if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+            // SAFETY: the features `avx2` needs were detected just above.
+            let ms = median_ms(9, || {
+                std::hint::black_box(unsafe { avx2() });
+            });
+            println!(
+                "f64 FMA peak, one core, AVX2: median of 9 {:.1} GF/s",
+                flops(4) / ms / 1e6
+            );
+        }
+        if is_x86_feature_detected!("avx512f") {
+            // SAFETY: as above, for `avx512f`.
+            let ms = median_ms(9, || {
+                std::hint::black_box(unsafe { avx512() });
+            });
+            println!(
+                "f64 FMA peak, one core, AVX-512: median of 9 {:.1} GF/s",
+                flops(8) / ms / 1e6
+            );
+        }
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+mod peak {
+    pub fn print() {
+        println!("peak: measured on x86-64 only");
+    }
 }
