@@ -109,10 +109,16 @@ def machine_rates(threads, repeat):
 
 
 def print_machine_rates(repeat):
-    """`machine_rates` on one and on two threads, printed; keyed by the thread count."""
+    """`machine_rates` on one and on two threads, printed; keyed by the thread count. Then one
+    core's f64 multiply-add ceiling (`kernel_timings peak`), which no product on it can pass."""
     rates = {threads: machine_rates(threads, repeat) for threads in (1, 2)}
     for threads, (rate, bandwidth) in rates.items():
         print(f"{threads} thread(s): numpy matmul 1024^3 {rate:.1f} GF/s, read {bandwidth:.1f} GB/s")
+    subprocess.run(["cargo", "build", "--release", "-p", "harness", "--example", "kernel_timings"],
+                   cwd=ROOT, check=True)
+    peak = subprocess.run([str(ROOT / "target" / "release" / "examples" / "kernel_timings"), "peak"],
+                          capture_output=True, text=True, check=True).stdout
+    print(peak, end="")
     return rates
 
 
