@@ -281,61 +281,42 @@ mod peak {
 
     const STEPS: usize = 4_000_000;
 
-    /// Two flops per lane per step: `STEPS x 12` multiply-adds of four f64 lanes.
-    #[target_feature(enable = "avx2,fma")]
-    fn avx2() -> f64 {
-        let (b, c) = (_mm256_set1_pd(1.000_000_1), _mm256_set1_pd(1e-9));
-        let mut acc = [_mm256_setzero_pd(); 12];
-        for _ in 0..STEPS {
-            for a in &mut acc {
-                *a = _mm256_fmadd_pd(*a, b, c);
+    /// `fn $name()`: `STEPS x 12` multiply-adds on 12 chains of one vector type, kept from
+    /// being optimised away by `black_box`.
+    macro_rules! chains {
+        ($name:ident, $features:literal, $splat:ident, $fma:ident) => {
+            #[target_feature(enable = $features)]
+            fn $name() {
+                let (b, c) = ($splat(1.000_000_1), $splat(1e-9));
+                let mut acc = [c; 12];
+                for _ in 0..STEPS {
+                    for a in &mut acc {
+                        *a = $fma(*a, b, c);
+                    }
+                }
+                std::hint::black_box(acc);
             }
-        }
-        let mut out = [0.0; 4];
-        // SAFETY: `out` holds the four f64 an unaligned store writes.
-        unsafe {
-            _mm256_storeu_pd(
-                out.as_mut_ptr(),
-                acc.iter().fold(c, |s, &a| _mm256_add_pd(s, a)),
-            )
         };
-        out.iter().sum()
     }
-
-    /// The same with eight f64 lanes.
-    #[target_feature(enable = "avx512f")]
-    fn avx512() -> f64 {
-        let (b, c) = (_mm512_set1_pd(1.000_000_1), _mm512_set1_pd(1e-9));
-        let mut acc = [_mm512_setzero_pd(); 12];
-        for _ in 0..STEPS {
-            for a in &mut acc {
-                *a = _mm512_fmadd_pd(*a, b, c);
-            }
-        }
-        _mm512_reduce_add_pd(acc.iter().fold(c, |s, &a| _mm512_add_pd(s, a)))
-    }
+    chains!(avx2, "avx2,fma", _mm256_set1_pd, _mm256_fmadd_pd);
+    chains!(avx512, "avx512f", _mm512_set1_pd, _mm512_fmadd_pd);
 
     pub fn print() {
-        let flops = |lanes: usize| (2 * lanes * 12 * STEPS) as f64;
+        let report = |isa: &str, lanes: usize, run: &dyn Fn()| {
+            let ms = median_ms(9, run);
+            let flops = (2 * lanes * 12 * STEPS) as f64;
+            println!(
+                "f64 FMA peak, one core, {isa}: median of 9 {:.1} GF/s",
+                flops / ms / 1e6
+            );
+        };
         if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
             // SAFETY: the features `avx2` needs were detected just above.
-            let ms = median_ms(9, || {
-                std::hint::black_box(unsafe { avx2() });
-            });
-            println!(
-                "f64 FMA peak, one core, AVX2: median of 9 {:.1} GF/s",
-                flops(4) / ms / 1e6
-            );
+            report("AVX2", 4, &|| unsafe { avx2() });
         }
         if is_x86_feature_detected!("avx512f") {
             // SAFETY: as above, for `avx512f`.
-            let ms = median_ms(9, || {
-                std::hint::black_box(unsafe { avx512() });
-            });
-            println!(
-                "f64 FMA peak, one core, AVX-512: median of 9 {:.1} GF/s",
-                flops(8) / ms / 1e6
-            );
+            report("AVX-512", 8, &|| unsafe { avx512() });
         }
     }
 }
