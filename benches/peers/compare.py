@@ -108,14 +108,18 @@ def machine_rates(threads, repeat):
     return 2 * 1024**3 / gemm / 1e9, big.nbytes / read / 1e9
 
 
+def build_harness():
+    """The `unmix` binary and `kernel_timings` (for `print_machine_rates`), in one cargo call."""
+    subprocess.run(["cargo", "build", "--release", "-p", "harness", "--bins", "--example",
+                    "kernel_timings"], cwd=ROOT, check=True)
+
+
 def print_machine_rates(repeat):
     """`machine_rates` on one and on two threads, printed; keyed by the thread count. Then one
     core's f64 multiply-add ceiling (`kernel_timings peak`), which no product on it can pass."""
     rates = {threads: machine_rates(threads, repeat) for threads in (1, 2)}
     for threads, (rate, bandwidth) in rates.items():
         print(f"{threads} thread(s): numpy matmul 1024^3 {rate:.1f} GF/s, read {bandwidth:.1f} GB/s")
-    subprocess.run(["cargo", "build", "--release", "-p", "harness", "--example", "kernel_timings"],
-                   cwd=ROOT, check=True)
     peak = subprocess.run([str(ROOT / "target" / "release" / "examples" / "kernel_timings"), "peak"],
                           capture_output=True, text=True, check=True).stdout
     print(peak, end="")
@@ -156,7 +160,7 @@ def embedding(repeat=int(os.environ.get("UNMIX_EMBED_REPEAT", 3)),
     from sklearn.exceptions import ConvergenceWarning
 
     warnings.filterwarnings("ignore", category=ConvergenceWarning)  # tol 0 runs to max_iter
-    subprocess.run(["cargo", "build", "--release", "-p", "harness"], cwd=ROOT, check=True)
+    build_harness()
     rng = np.random.default_rng(0)
     rates = print_machine_rates(repeat)
     print(f"{'N x D (K)':>18} thr | iteration sk / unmix (ratio) | iteration bound (sk, unmix x it) "
@@ -244,7 +248,7 @@ def whitening(repeat=5):
     numpy at the start (`whitening_bound`, `machine_rates`); the process also reads and writes
     its files. With UNMIX_BASE_EXE=path/to/unmix another build (e.g. main's) is timed in the
     same rounds, in a last column."""
-    subprocess.run(["cargo", "build", "--release", "-p", "harness"], cwd=ROOT, check=True)
+    build_harness()
     rng = np.random.default_rng(0)
     sizes = [(20_000, 256), (100_000, 64)]
     if os.environ.get("UNMIX_WHITEN_SIZES"):  # e.g. "20000x256,100000x64"
