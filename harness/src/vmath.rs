@@ -1,16 +1,22 @@
 //! `tanh` and `exp` for the block pass's contrasts ([`crate::blocks`]), in `f32` and `f64`, with
 //! fused multiply-adds.
 //!
-//! They are the core's [`fastmath`](unmix::ica::fastmath) reduction `x = n ln2 + r`,
+//! They use the core's [`fastmath`](unmix::ica::fastmath) reduction `x = n ln2 + r`,
 //! `|r| <= ln2 / 2` (`n` rounded by adding `1.5 * 2^52`, or `2^23` in `f32`, so it never leaves a
-//! vector register) and the Taylor polynomial of `expm1(r)` by Estrin's scheme (degree 13 in
-//! `f64`, truncation below `1e-16` relative to `expm1(r)`; degree 7 in `f32`), written with
-//! [`mul_add`](f64::mul_add): in the CLI's AVX2 and FMA instance ([`crate::simd::fastest`]) each
-//! is one instruction, half the work of the core's separate multiplies and adds, which the
-//! portable core keeps so that its bits are the same on every target. A fused multiply-add
-//! rounds once instead of twice, so the results differ from the core's in the last bits: the
-//! block pass agrees with the portable path to 1e-12 relative on every cross-check fixture
-//! (`tests/simd_fixtures.rs`).
+//! vector register), then `expm1(r) = r + r^2 p(r)` with `p` a near-minimax polynomial of degree
+//! 10 (`f64`; relative truncation 8.6e-19) or 4 (`f32`; 2.3e-8), fitted by
+//! `harness/reference/expm1_minimax.py`, by Horner's rule, written with
+//! [`mul_add`](f64::mul_add). The core keeps the Taylor polynomial of degree 13 by Estrin's
+//! scheme in separate multiplies and adds, so that its bits are the same on every target. Here
+//! each step is one instruction (the CLI's AVX2 and FMA instance, [`crate::simd::fastest`]),
+//! and the fewest of them: at 1e6 x 8, where the contrast is most of a one-thread iteration,
+//! Horner's 12 multiply-adds against Estrin's 15 and degree 10 against 11 took the f64
+//! iteration from 7.1 to 6.5 ms on a Zen 5 host (Horner alone, with its longer chain, was
+//! slower at two vectors a step and faster at four). Degree 9 (4.1e-17) was 6.3 ms, but its
+//! truncation is a bias, not noise: the digits fixture's fit then moved 1.04e-12 from the
+//! portable path's, over the 1e-12 that `tests/simd_fixtures.rs` holds (3.9e-13 at degree 10,
+//! 7.4e-13 with the Taylor polynomial before). The results differ from the core's in the last
+//! bits, within that agreement.
 //!
 //! Without hardware FMA, `mul_add` is a library call; callers check
 //! [`crate::simd::fused_multiply_add`] and use the core's contrasts instead.
@@ -22,7 +28,26 @@
 //!   `-708`.
 //! - [`tanh_f32`], [`exp_nonpositive_f32`]: the same bounds in `f32` ulp (0 below `-87`).
 
-use unmix::ica::fastmath::{EXPM1_TAYLOR as C, LN2_HI, LN2_LO, SHIFT};
+use unmix::ica::fastmath::{LN2_HI, LN2_LO, SHIFT};
+
+/// `p` of `expm1(r) = r + r^2 p(r)`, `|r| <= ln2 / 2`, lowest degree first: the output of
+/// `harness/reference/expm1_minimax.py` (relative truncation 8.6e-19).
+const EXPM1_MINIMAX: [f64; 11] = [
+    0.5,
+    0.1666666666666667,
+    0.04166666666666667,
+    0.008333333333326141,
+    0.0013888888888883752,
+    0.00019841269874800493,
+    2.4801587325533363e-05,
+    2.7557255425746435e-06,
+    2.7557273661348637e-07,
+    2.510520637395701e-08,
+    2.0914679376583935e-09,
+];
+
+/// [`EXPM1_MINIMAX`] for `f32` (relative truncation 2.3e-8).
+const EXPM1_MINIMAX_F32: [f32; 5] = [0.5, 0.16666578, 0.041666556, 0.008363173, 0.0013926176];
 
 /// `(expm1(r), 2^n)` for `x = n ln2 + r`, `-708 <= x <= 0`.
 #[inline(always)]
@@ -30,16 +55,11 @@ fn reduce(x: f64) -> (f64, f64) {
     let kd = x.mul_add(core::f64::consts::LOG2_E, SHIFT);
     let n = kd - SHIFT;
     let r = (-n).mul_add(LN2_LO, (-n).mul_add(LN2_HI, x));
-    // expm1(r) = r + r^2 p(r), p(r) = 1/2 + r/6 + ... + r^11/13!.
-    let r2 = r * r;
-    let r4 = r2 * r2;
-    let r8 = r4 * r4;
-    let q = |i: usize| r.mul_add(C[i + 1], C[i]);
-    let p = q(10).mul_add(r2, q(8)).mul_add(
-        r8,
-        q(6).mul_add(r2, q(4)).mul_add(r4, q(2).mul_add(r2, q(0))),
-    );
-    let em = r2.mul_add(p, r);
+    let p = EXPM1_MINIMAX[..10]
+        .iter()
+        .rev()
+        .fold(EXPM1_MINIMAX[10], |p, c| p.mul_add(r, *c));
+    let em = (r * r).mul_add(p, r);
     // 2^n: n sits in the low bits of kd; add the exponent bias and shift into place.
     let scale = f64::from_bits(kd.to_bits().wrapping_add(1023) << 52);
     (em, scale)
@@ -70,20 +90,17 @@ const LN2_LO_F32: f32 = f32::from_bits(0x35bf_be8e);
 /// Adding this rounds an f32 below 2^22 in magnitude to an integer in the low mantissa bits.
 const SHIFT_F32: f32 = 12_582_912.0; // 1.5 * 2^23
 
-/// `(expm1(r), 2^n)` for `x = n ln2 + r`, `-87 <= x <= 0`, in f32.
+/// [`reduce`] in `f32`, for `-87 <= x <= 0`, with [`EXPM1_MINIMAX_F32`].
 #[inline(always)]
 fn reduce_f32(x: f32) -> (f32, f32) {
     let kd = x.mul_add(core::f32::consts::LOG2_E, SHIFT_F32);
     let n = kd - SHIFT_F32;
     let r = (-n).mul_add(LN2_LO_F32, (-n).mul_add(LN2_HI_F32, x));
-    // expm1(r) = r + r^2 (1/2 + r/6 + r^2/24 + r^3/120 + r^4/720 + r^5/5040), by Estrin.
-    let r2 = r * r;
-    let p = r.mul_add(1.0 / 5040.0, 1.0 / 720.0).mul_add(
-        r2 * r2,
-        r.mul_add(1.0 / 120.0, 1.0 / 24.0)
-            .mul_add(r2, r.mul_add(1.0 / 6.0, 0.5)),
-    );
-    let em = r2.mul_add(p, r);
+    let p = EXPM1_MINIMAX_F32[..4]
+        .iter()
+        .rev()
+        .fold(EXPM1_MINIMAX_F32[4], |p, c| p.mul_add(r, *c));
+    let em = (r * r).mul_add(p, r);
     let scale = f32::from_bits(kd.to_bits().wrapping_add(127) << 23);
     (em, scale)
 }
