@@ -11,8 +11,10 @@
 //! the portable one (`tests/simd.rs`, `tests/simd_fixtures.rs`).
 //!
 //! Where the CPU has AVX-512 ([`crate::simd::uses_avx512`]), an `f64` row is one vector of
-//! eight: half the instructions for the same sums in the same order, so the same bits (tested
-//! below against the ordered scalar sums, as the AVX2 kernels are).
+//! eight, and `Y = Z W'` takes two `f32` rows a vector: half the instructions for the same sums
+//! in the same order, so the same bits (tested below against the ordered scalar sums, as the
+//! AVX2 kernels are). `f32`'s `G` stays on AVX2: two rows a vector would sum each column's even
+//! and odd rows apart, a different order.
 
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::{
