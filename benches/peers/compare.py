@@ -250,8 +250,9 @@ def whitening(repeat=5):
     existing output frees the old file's blocks inside the process, 8-12 ms for 41 MB on a
     disk mounted with `discard`, which the in-process figure never pays. The median of
     `repeat` runs of each, interleaved, so that a change of load hits both sides. The bound
-    column is the lower bound of the whitening in memory at the machine's rates, measured by
-    numpy at the start (`whitening_bound`, `machine_rates`); the process also reads and writes
+    column is the lower bound of the whitening in memory at the machine's rates, measured at the
+    start (`whitening_bound`, `print_machine_rates`: numpy's, or the multiply-add ceiling where
+    that is faster); the process also reads and writes
     its files. With UNMIX_BASE_EXE=path/to/unmix another build (e.g. main's) is timed in the
     same rounds, in a last column."""
     build_harness()

@@ -29,5 +29,5 @@ for name, degree, to in (("EXPM1_MINIMAX", 10, float), ("EXPM1_MINIMAX_F32", 4, 
     print(f"// worst relative error {float(worst):.2e}")
     print(f"const {name}: [{kind}; {degree + 1}] = [")
     for c in coefficients:
-        print(f"    {str(c)},")  # the shortest decimal that rounds to it
+        print(f"    {str(c)},")  # str, not format: the shortest decimal that rounds to the f32
     print("];")

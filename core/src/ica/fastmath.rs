@@ -24,7 +24,7 @@ const INV_LN2: f64 = core::f64::consts::LOG2_E;
 pub const SHIFT: f64 = 6_755_399_441_055_744.0; // 1.5 * 2^52
 
 /// `1/k!` for k = 2..=13: the Taylor coefficients of `(expm1(r) - r) / r^2`.
-pub const EXPM1_TAYLOR: [f64; 12] = [
+const C: [f64; 12] = [
     0.5,
     1.0 / 6.0,
     1.0 / 24.0,
@@ -38,7 +38,6 @@ pub const EXPM1_TAYLOR: [f64; 12] = [
     1.0 / 479_001_600.0,
     1.0 / 6_227_020_800.0,
 ];
-const C: [f64; 12] = EXPM1_TAYLOR;
 
 /// `(expm1(r), 2^n)` for `x = n ln2 + r`, `-708 <= x <= 0`.
 #[inline(always)]
