@@ -3,7 +3,7 @@
 use crate::fastica::{pool, release_slots, run_pass, stream_rows};
 use crate::io::Matrix;
 use crate::moments::GemmMoments;
-use crate::simd::{CliKernel, GEMM_MIN_K, GemmFloat, centred_product};
+use crate::simd::{CliKernel, GemmFloat, centred_product};
 use crate::widen::{Widened, Widens};
 use anyhow::Result;
 use unmix::Float;
@@ -18,7 +18,7 @@ pub struct OwnedMoments {
 }
 
 /// Accumulates the moments of `x` on `pool` over the core's fixed chunks, merged in chunk order:
-/// on the CLI's GEMM ([`GemmMoments`]) from [`GEMM_MIN_K`] features, else (or with
+/// on the CLI's GEMM ([`GemmMoments`]) from [`MOMENTS_GEMM_MIN`] features, else (or with
 /// `UNMIX_SIMD=portable`) with the core's [`MomentsPass`], whose bits are the no_std core's. Same
 /// bits for any number of threads; errors name rows of the whole table.
 pub fn moments<T: Float + Send + Sync + 'static>(
@@ -64,9 +64,16 @@ fn owned(view: unmix::moments::MomentsRef<'_>) -> OwnedMoments {
     }
 }
 
+/// From this many features [`moments`] run on the GEMM. The core's pass adds one row's outer
+/// product at a time, at 3-4 GFLOP/s whatever `d`: at 1e6 x 8 its 48-62 ms on one thread were
+/// half of a whole fit's time, against 19 ms on the GEMM (26-28 against 12-15 ms on two; Zen 4,
+/// `UNMIX_PHASES=1 unmix fit`). Below 8 features the moments are cheap either way, and the
+/// core's bits are kept (`tests/simd.rs` checks them at 6 features).
+pub const MOMENTS_GEMM_MIN: usize = 8;
+
 /// Whether [`moments`] of `d` features run on the GEMM.
 pub fn uses_gemm(d: usize) -> bool {
-    d >= GEMM_MIN_K && !crate::simd::portable_requested()
+    d >= MOMENTS_GEMM_MIN && !crate::simd::portable_requested()
 }
 
 impl OwnedMoments {

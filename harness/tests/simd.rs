@@ -1,7 +1,7 @@
 //! The CLI compiles the core's hot loops for AVX2 when the CPU has it (`harness::simd`). IEEE
 //! arithmetic without reassociation or contraction means the vector width cannot change a result:
 //! these tests run the same jobs with `UNMIX_SIMD=portable` and without, and compare the bytes.
-//! From 16 features the CLI's moments, from 16 components its transforms, and at every k its
+//! From 8 features the CLI's moments, from 8 outputs its transforms, and at every k its
 //! parallel passes (`harness::blocks`), run on a GEMM with fused multiply-adds (`harness::simd::CliKernel`, `harness::moments`), which
 //! changes the last bits: there the two must agree to 1e-12 relative (here, and on every
 //! cross-check fixture in `tests/simd_fixtures.rs`). f32 data's parallel passes run in f32
@@ -46,9 +46,10 @@ fn avx2_and_portable_give_the_same_bytes() {
     }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    // 6 features: below `harness::simd::TRANSFORM_GEMM_MIN` and `GEMM_MIN_K`, so the moments
-    // and transforms are the core's, compiled for AVX2 or not; from 8 outputs (transforms) and
-    // 16 (moments, kernels) the GEMM changes the last bits (see the test below).
+    // 6 features: below `harness::simd::TRANSFORM_GEMM_MIN`, `harness::pipeline::MOMENTS_GEMM_MIN`
+    // and `GEMM_MIN_K`, so the moments and transforms are the core's, compiled for AVX2 or not;
+    // from 8 outputs (transforms), 8 features (moments) and 16 components (kernels) the GEMM
+    // changes the last bits (see the test below).
     let mixed = d.join("x6.npy");
     write_mixed(&mixed, 3000, 6);
     let input = mixed.to_str().unwrap();
@@ -225,21 +226,23 @@ fn gemm_and_portable_kernels_agree_to_1e_12() {
     }
 }
 
-/// The GEMM paths (moments from 16 features, transforms from 8 outputs, pass products from 16,
+/// The GEMM paths (moments from 8 features, transforms from 8 outputs, pass products from 16,
 /// the pass products and the update's products split in halves from 64) give the same bytes
 /// on 1, 2 and 3 threads:
-/// `whiten` and `fit` on 9000 rows (3 chunks) of 64 features; and so does the fit with the
+/// `whiten` and `fit` on 9000 rows (3 chunks) of 64 features and of 8; and so does the fit with the
 /// whitening folded into its passes (`UNMIX_FOLD=always`, which `unmix` chooses by itself
 /// for inputs too large for a test).
 #[test]
 fn gemm_paths_do_not_depend_on_the_thread_count() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let x = d.join("x64.npy");
-    write_mixed(&x, 9000, 64);
-    let x = x.to_str().unwrap();
-    for fold in ["never", "always"] {
-        same_bytes_on_1_2_3_threads(d, x, fold);
+    for features in [64, 8] {
+        let x = d.join(format!("x{features}.npy"));
+        write_mixed(&x, 9000, features);
+        let x = x.to_str().unwrap();
+        for fold in ["never", "always"] {
+            same_bytes_on_1_2_3_threads(d, x, fold);
+        }
     }
 }
 

@@ -1,5 +1,5 @@
 //! Every FastICA and whitening cross-check fixture through the `unmix` command twice: with the
-//! fast paths (AVX2, and the GEMM for the moments from 16 features, the transforms from 8
+//! fast paths (AVX2, and the GEMM for the moments from 8 features, the transforms from 8
 //! outputs and the pass products from 16 components; the block pass at every k) and with
 //! `UNMIX_SIMD=portable` (the no_std core's bits).
 //!
