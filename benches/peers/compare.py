@@ -150,7 +150,8 @@ def whitening_bound(n, d, k, rate, bandwidth):
 
 
 def embedding(repeat=int(os.environ.get("UNMIX_EMBED_REPEAT", 3)),
-              many=int(os.environ.get("UNMIX_EMBED_ITERATIONS", 11))):
+              many=int(os.environ.get("UNMIX_EMBED_ITERATIONS", 11)),
+              fit_repeat=int(os.environ.get("UNMIX_FIT_REPEAT", 1))):
     """Per-iteration time, whole fit and whitening at embedding sizes, 1 and 2 threads, with
     numpy's matmul rate on the pass shapes measured in the same run. One iteration is
     (fit with max_iter 11 - fit with max_iter 1) / 10 at tol 0, for both sides, the median of
@@ -160,7 +161,9 @@ def embedding(repeat=int(os.environ.get("UNMIX_EMBED_REPEAT", 3)),
     and UNMIX_EMBED_REPEAT=5 steady the differences, at about three times the run time.
     Each thread count first measures the machine's matmul rate and read bandwidth
     (`machine_rates`); the iteration and whitening columns then give each side's time as a
-    multiple of the lower bound those rates imply (`iteration_bound`, `whitening_bound`)."""
+    multiple of the lower bound those rates imply (`iteration_bound`, `whitening_bound`).
+    The whole fit (default tol) is one run each side; UNMIX_FIT_REPEAT=5 takes the median of
+    five on both, for short fits whose single runs vary with the machine (1e6 x 8)."""
     import warnings
     from sklearn.exceptions import ConvergenceWarning
 
@@ -189,7 +192,7 @@ def embedding(repeat=int(os.environ.get("UNMIX_EMBED_REPEAT", 3)),
                     return FastICA(k, whiten_solver="eigh", w_init=w, max_iter=it, tol=tol).fit(x)
                 t1 = median(lambda: sk(1, 0.0), repeat)
                 t11 = median(lambda: sk(many, 0.0), repeat)
-                sk_fit = median(lambda: sk(200, 1e-4), 1)
+                sk_fit = median(lambda: sk(200, 1e-4), fit_repeat)
 
                 def numpy_whiten():
                     xc = x - x.mean(axis=0)
@@ -210,8 +213,9 @@ def embedding(repeat=int(os.environ.get("UNMIX_EMBED_REPEAT", 3)),
                    "--w-init", str(wp), "--tol", "0"]
             u1 = median(lambda: unmix_process(fit + ["--max-iter", "1"], threads), repeat)
             u11 = median(lambda: unmix_process(fit + ["--max-iter", str(many)], threads), repeat)
-            u_fit = unmix_process(["fit", "--input", str(xp), "--model", str(model),
-                                   "--n-components", str(k), "--w-init", str(wp)], threads)
+            u_fit = median(lambda: unmix_process(
+                ["fit", "--input", str(xp), "--model", str(model), "--n-components", str(k),
+                 "--w-init", str(wp)], threads), fit_repeat)
             u_white = median(lambda: unmix_process(
                 ["whiten", "--input", str(xp), "--n-components", str(k), "--output",
                  str(DATA / "emb_z.npy")], threads), repeat)
