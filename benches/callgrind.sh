@@ -22,8 +22,13 @@ printf '%-12s %-22s %15s %10s\n' "N x D" kernel instructions "per madd"
 for size in "${sizes[@]}"; do
   n=${size%x*}
   d=${size#*x}
-  valgrind --tool=callgrind --callgrind-out-file="$out/cg.$size" "$exe" "$n" "$d" \
-    >/dev/null 2>"$out/log.$size"
+  if ! valgrind --tool=callgrind --callgrind-out-file="$out/cg.$size" "$exe" "$n" "$d" \
+    >/dev/null 2>"$out/log.$size"; then
+    # e.g. D below 16, which kernel_counts refuses: say why instead of stopping silently.
+    grep -v '^==' "$out/log.$size" | head -5 >&2
+    echo "callgrind.sh: kernel_counts $n $d failed" >&2
+    exit 1
+  fi
   callgrind_annotate --inclusive=yes "$out/cg.$size" >"$out/ann.$size" 2>/dev/null
   for kernel in covariance_core covariance_core_avx2 covariance_gemm \
     transform_core transform_core_avx2 transform_gemm pass_core pass_core_avx2 pass_gemm; do
