@@ -67,8 +67,8 @@ fn owned(view: unmix::moments::MomentsRef<'_>) -> OwnedMoments {
 /// From this many features [`moments`] run on the GEMM. The core's pass adds one row's outer
 /// product at a time, at 3-4 GFLOP/s whatever `d`: at 1e6 x 8 its 48-62 ms on one thread were
 /// a third to a half of a whole fit's time, against 19 ms on the GEMM (26-28 against 12-15 ms
-/// on two; Zen 4, `UNMIX_PHASES=1 unmix fit`). Below 8 features the moments are cheap either way, and the
-/// core's bits are kept (`tests/simd.rs` checks them at 6 features).
+/// on two; Zen 4, `UNMIX_PHASES=1 unmix fit`). Below 8 features the moments are cheap either
+/// way, and the core's bits are kept (`tests/simd.rs` checks them at 6 features).
 pub const MOMENTS_GEMM_MIN: usize = 8;
 
 /// Whether [`moments`] of `d` features run on the GEMM.
