@@ -35,6 +35,16 @@ pub const MEMORY_SLACK: usize = 50_000_000;
 /// 5000 x 8 fit peaks at 7 MB).
 pub const MEMORY_RESERVED: usize = 16_000_000;
 
+/// From this many components a pass that reads a mapped input's rows (folded, or whitening
+/// rows again) releases their pages once read ([`crate::io::Values::release`]), so that the
+/// input is not held whole beside the pass's buffers; the next pass maps them again from the
+/// page cache. With `fit --dtype f64` on the f32 file at 2e4 x 256 (k = 256, the whitening
+/// folded in) the peak went from 69-77 MB to 56-64 (the bound 75), with no change in an
+/// iteration beyond noise. Below, the pages cost more than the pass: at 1e6 x 8 an iteration
+/// took 11.5-14.0 ms instead of 7.4-7.5 on two threads, at 1e5 x 768 to 64 components 36 ms
+/// instead of 21 on one (`benches/README.md`, "The input's pages released as read").
+pub const RELEASE_MIN_K: usize = 128;
+
 /// Rows a thread whitens again at a time when its chunk is not stored ([`PoolExecutor`]).
 pub const REWHITEN_ROWS: usize = MAP_ROWS;
 // Half a piece (a chunk's halves rewhitened at once) is still whole blocks of the pass.
@@ -154,8 +164,8 @@ pub struct PoolExecutor<'a, T, S = T> {
     pool: &'a rayon::ThreadPool,
     store_chunks: Option<usize>,
     parallel_only: bool,
-    /// The input's mapped pages, released as they are whitened ([`Self::releasing`]).
-    release: Option<&'a crate::io::Values<S>>,
+    /// The input's mapped pages, released once read ([`Self::releasing`]).
+    mapped: Option<&'a crate::io::Values<S>>,
     /// Bytes a value of the file the rows were converted from ([`Self::converted_from`]).
     input_elem: Option<usize>,
 }
@@ -171,7 +181,7 @@ impl<'a, T: Float + Send + Sync, S: Widens<T>> PoolExecutor<'a, T, S> {
             pool,
             store_chunks: None,
             parallel_only: false,
-            release: None,
+            mapped: None,
             input_elem: None,
         }
     }
@@ -211,12 +221,15 @@ impl<'a, T: Float + Send + Sync, S: Widens<T>> PoolExecutor<'a, T, S> {
     /// The bits are those of a fit that stores every white row, so they depend on whether the
     /// input is mapped (a large row-major little-endian `.npy`, [`crate::io::read_npy`]) or
     /// read (CSV, `--dtype` conversions, Fortran order): the same file gives the same bits.
-    /// Rows widened as they are read ([`Widens`]) are never released: every pass reads them
-    /// again (folded, or whitened again), where storing their white rows, wider than they are,
-    /// would take twice the file.
+    /// Rows widened as they are read ([`Widens`]) do not have all their white rows stored:
+    /// every pass reads the rest again (folded, or whitened again), where storing white rows
+    /// wider than the input would take twice the file. Their pages are released once read
+    /// too: those of stored rows as they are whitened, the others after each pass that reads
+    /// them from [`RELEASE_MIN_K`] components, and all of them as the sources are written
+    /// ([`write_sources`]).
     pub fn releasing(mut self, values: &'a crate::io::Values<S>) -> Self {
         self.x = values;
-        self.release = (values.is_mapped() && S::SAME).then_some(values);
+        self.mapped = values.is_mapped().then_some(values);
         self
     }
 }
@@ -365,6 +378,7 @@ impl<T: GemmFloat, S: Widens<T>> Executor<T> for PoolExecutor<'_, T, S> {
         let chunks = n.div_ceil(CHUNK);
         let view = WhitenerView::from_parts(d, k, &white.whitener)?;
         let (x, z) = (self.x, &white.z);
+        let mapped = self.mapped.filter(|_| k >= RELEASE_MIN_K);
         if let Some(folded) = white
             .fold
             .then(|| pass.folded(view.mean(), view.whitening(), d))
@@ -383,7 +397,11 @@ impl<T: GemmFloat, S: Widens<T>> Executor<T> for PoolExecutor<'_, T, S> {
                 |index, partial, _| {
                     let first = index * CHUNK;
                     let end = (first + CHUNK).min(n);
-                    folded.accumulate(partial, &x[first * d..end * d])
+                    folded.accumulate(partial, &x[first * d..end * d])?;
+                    if let Some(values) = mapped {
+                        values.release(first * d..end * d);
+                    }
+                    Ok(())
                 },
             );
         }
@@ -471,9 +489,14 @@ impl<T: GemmFloat, S: Widens<T>> Executor<T> for PoolExecutor<'_, T, S> {
                         #[inline(always)]
                         || rewhiten(middle..end, sb, pb, true),
                     );
-                    return a.and(b);
+                    a.and(b)?;
+                } else {
+                    rewhiten(first..end, scratch, partial, false)?;
                 }
-                rewhiten(first..end, scratch, partial, false)
+                if let Some(values) = mapped {
+                    values.release(first * d..end * d);
+                }
+                Ok(())
             },
         )
     }
@@ -483,15 +506,18 @@ impl<T: GemmFloat, S: Widens<T>> Executor<T> for PoolExecutor<'_, T, S> {
             Some(v) => {
                 let (d, k) = (self.d, v.n_components());
                 let n = self.x.len() / d;
-                let release = self.release;
+                let mapped = self.mapped;
+                // Over a mapped input of the fit's own type every white row is stored: they
+                // take the released rows' place.
+                let store_all = mapped.is_some() && S::SAME;
                 let elem = std::mem::size_of::<T>();
                 let input_elem = self.input_elem.unwrap_or(elem);
-                let fold = release.is_none() && folds_whitening(n, d, k, elem, input_elem);
+                let fold = !store_all && folds_whitening(n, d, k, elem, input_elem);
                 let stored_chunks = match self.store_chunks {
                     _ if fold && self.parallel_only => 0,
                     Some(c) => c,
                     // The white rows (`k <= d` wide) take the released input's place.
-                    None if release.is_some() => n.div_ceil(CHUNK),
+                    None if store_all => n.div_ceil(CHUNK),
                     None => white_chunks_to_store(n, d, k, elem, input_elem, self.threads),
                 };
                 let stored_rows = stored_chunks.saturating_mul(CHUNK).min(n);
@@ -508,11 +534,9 @@ impl<T: GemmFloat, S: Widens<T>> Executor<T> for PoolExecutor<'_, T, S> {
                         centred_product(xi, d, v.mean(), v.whitening(), zi, k, |xi, zi| {
                             v.transform_rows(xi, zi)
                         })?;
-                        if let Some(values) = release {
-                            // `xi` is a piece of `x`: its first value's index.
-                            let start = (xi.as_ptr() as usize - x.as_ptr() as usize)
-                                / std::mem::size_of::<S>().max(1);
-                            values.release(start..start + xi.len());
+                        // Stored white rows are all the passes read of these rows.
+                        if let Some(values) = mapped {
+                            values.release_piece(xi);
                         }
                         Ok(())
                     },
@@ -784,6 +808,8 @@ pub fn stream_rows<S: Float + Send + Sync, T: GemmFloat>(
 
 /// Writes the sources of `x` under `view` to `w` as a `.npy` through [`stream_rows`]: the bytes
 /// of the whole matrix's [`map_rows`] and [`crate::io::write_npy_to`], without holding it.
+/// A mapped `x`'s pages are released once read ([`crate::io::Values::release_piece`]): the
+/// sources' blocks take their place.
 /// `after_block` runs after each block is written (the CLI starts its writeback:
 /// [`crate::output::start_writeback`]).
 pub fn write_sources<T: GemmFloat + crate::io::NpyFloat, S: Widens<T>, W: std::io::Write + Send>(
@@ -805,7 +831,11 @@ pub fn write_sources<T: GemmFloat + crate::io::NpyFloat, S: Widens<T>, W: std::i
         x,
         k,
         #[inline(always)]
-        |xi, si| sources_of(view, xi, si),
+        |xi, si| {
+            sources_of(view, xi, si)?;
+            x.data.release_piece(xi);
+            Ok(())
+        },
         sink,
     )?;
     out.finish()
@@ -982,6 +1012,75 @@ mod tests {
                 run(&mapped, k, options, threads, None) == stored,
                 "{threads} threads"
             );
+        }
+        assert!(mapped.data[..] == x.data[..]);
+    }
+
+    /// A mapped f32 file fitted in f64 (rows widened as every pass reads them): its pages are
+    /// released once read, by the whitening of stored rows, by each pass that whitens rows
+    /// again (at `RELEASE_MIN_K` components) and by the sources, and read back from the page
+    /// cache. The model and the sources
+    /// are those of the same values in a vector, bit for bit, whatever is stored, on 1 and 2
+    /// threads; the file's values are unchanged.
+    #[test]
+    fn a_widened_mapped_input_released_as_read_changes_no_bit() {
+        let (n, d, k) = (2 * CHUNK + 1500, 128, RELEASE_MIN_K);
+        let x = mixtures(n, d).map(|v| v as f32);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.npy");
+        crate::io::write_npy(&path, &x).unwrap();
+        let crate::io::Table::F32(mapped) = crate::io::read_npy(&path).unwrap() else {
+            panic!("not f32")
+        };
+        assert!(mapped.data.is_mapped());
+        let options = FastIcaOptions {
+            ica: IcaOptions {
+                max_iter: 4,
+                tol: 0.0,
+                ..IcaOptions::default()
+            },
+            canonical: true,
+            ..FastIcaOptions::default()
+        };
+        let widened = |x: &Matrix<f32>, threads: usize, store: Option<usize>| {
+            let progress = |_: usize, _: f64| {};
+            let job = FitJob {
+                n_components: Some(k),
+                options,
+                init: WInit::Seed(3),
+                threads,
+                progress: &progress,
+                converted_from: Some(4),
+            };
+            let (model, _, sources) = fit_then::<f64, f32, _>(x, &job, store, |view, pool| {
+                let mut bytes = Vec::new();
+                write_sources(view, x, pool, &mut bytes, || {})?;
+                Ok(bytes)
+            })
+            .unwrap();
+            (serde_json::to_string(&model).unwrap(), sources)
+        };
+        let owned = widened(&x, 1, None);
+        for (threads, store) in [(1, None), (2, None), (1, Some(0)), (2, Some(1))] {
+            assert!(
+                widened(&mapped, threads, store) == owned,
+                "{threads} threads, {store:?} chunks stored"
+            );
+        }
+        // What of the map this process still holds (Linux), against the 5 MB it was populated
+        // with: at most the pages that the kernel's fault-around (64 KB about each page read)
+        // mapped again next to one of the ten 512 KB pieces already released.
+        #[cfg(target_os = "linux")]
+        {
+            let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+            let name = path.to_str().unwrap();
+            let rss_kb: usize = smaps
+                .lines()
+                .skip_while(|l| !l.ends_with(name))
+                .find_map(|l| l.strip_prefix("Rss:"))
+                .map(|v| v.trim().trim_end_matches("kB").trim().parse().unwrap())
+                .expect("the map is listed");
+            assert!(rss_kb * 1024 < n * d * 4 / 6, "{rss_kb} kB still mapped");
         }
         assert!(mapped.data[..] == x.data[..]);
     }

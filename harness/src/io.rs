@@ -133,6 +133,16 @@ impl<T> Values<T> {
         #[cfg(not(unix))]
         let _ = range;
     }
+
+    /// [`release`](Self::release) of the values under `piece`, a piece of these values (else
+    /// nothing is released).
+    pub fn release_piece(&self, piece: &[T]) {
+        let start = (piece.as_ptr() as usize).wrapping_sub(self.as_ptr() as usize)
+            / std::mem::size_of::<T>().max(1);
+        if start < self.len() {
+            self.release(start..start + piece.len());
+        }
+    }
 }
 
 /// The system's page size (4096 where it cannot be read).

@@ -459,8 +459,21 @@ fn transforms_name_the_file_and_the_global_row_of_a_non_finite_value() {
 /// threads, over several chunks of rows.
 #[test]
 fn an_f32_file_fitted_in_f64_has_the_bits_of_its_f64_values() {
+    let extras: [&[&str]; 3] = [&[], &["--n-components", "16"], &["--whiten", "false"]];
+    widened_fit_has_the_bits_of_its_f64_values(5000, 24, &extras);
+}
+
+/// The same with 128 features, a file large enough to be mapped (2.6 MB): its pages are
+/// released once read, by each folded pass too (from `fastica::RELEASE_MIN_K` components).
+#[test]
+fn a_mapped_f32_file_fitted_in_f64_has_the_bits_of_its_f64_values() {
+    let (n, d) = (5000, harness::fastica::RELEASE_MIN_K);
+    assert!((n * d * 4) as u64 >= harness::io::MAP_MIN_BYTES);
+    widened_fit_has_the_bits_of_its_f64_values(n, d, &[&[]]);
+}
+
+fn widened_fit_has_the_bits_of_its_f64_values(n: usize, d: usize, extras: &[&[&str]]) {
     let dir = tempfile::tempdir().unwrap();
-    let (n, d) = (5000, 24);
     let x: Vec<f32> = (0..n * d)
         .map(|i| {
             let (r, c) = (i / d, i % d);
@@ -512,7 +525,7 @@ fn an_f32_file_fitted_in_f64_has_the_bits_of_its_f64_values() {
         let model: serde_json::Value = serde_json::from_slice(&std::fs::read(&m).unwrap()).unwrap();
         (model, std::fs::read(&src).unwrap())
     };
-    for extra in [&[][..], &["--n-components", "16"], &["--whiten", "false"]] {
+    for &extra in extras {
         for fold in ["always", "never"] {
             for threads in ["1", "2"] {
                 let widened = fit(&x32, &["--dtype", "f64"], extra, fold, threads);
