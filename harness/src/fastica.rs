@@ -39,8 +39,8 @@ pub const MEMORY_RESERVED: usize = 16_000_000;
 /// rows again) releases their pages once read ([`crate::io::Values::release`]), so that the
 /// input is not held whole beside the pass's buffers; the next pass maps them again from the
 /// page cache. With `fit --dtype f64` on the f32 file at 2e4 x 256 (k = 256, the whitening
-/// folded in) the peak went from 69-77 MB to 56-64 (the bound 75), with no change in an
-/// iteration beyond noise. Below, the pages cost more than the pass: at 1e6 x 8 an iteration
+/// folded in) the peak went from 69-77 MB to 57-64 (the bound 75), for up to 3-5 % of an
+/// iteration on one thread. Below, the pages cost more than the pass: at 1e6 x 8 an iteration
 /// took 11.5-14.0 ms instead of 7.4-7.5 on two threads, at 1e5 x 768 to 64 components 36 ms
 /// instead of 21 on one (`benches/README.md`, "The input's pages released as read").
 pub const RELEASE_MIN_K: usize = 128;
