@@ -887,6 +887,19 @@ mod tests {
         threads: usize,
         store: Option<usize>,
     ) -> (String, Vec<u8>) {
+        run_widened::<T, T>(x, k, options, threads, store, None)
+    }
+
+    /// [`run`] of rows `S` fitted as `T`, converted from a file of `converted_from` bytes a
+    /// value.
+    fn run_widened<T: GemmFloat + serde::Serialize + crate::io::NpyFloat, S: Widens<T>>(
+        x: &Matrix<S>,
+        k: usize,
+        options: FastIcaOptions,
+        threads: usize,
+        store: Option<usize>,
+        converted_from: Option<usize>,
+    ) -> (String, Vec<u8>) {
         let progress = |_: usize, _: f64| {};
         let job = FitJob {
             n_components: Some(k),
@@ -894,9 +907,9 @@ mod tests {
             init: WInit::Seed(3),
             threads,
             progress: &progress,
-            converted_from: None,
+            converted_from,
         };
-        let (model, _, sources) = fit_then(x, &job, store, |view, pool| {
+        let (model, _, sources) = fit_then::<T, S, _>(x, &job, store, |view, pool| {
             let mut bytes = Vec::new();
             write_sources(view, x, pool, &mut bytes, || {})?;
             Ok(bytes)
@@ -983,6 +996,29 @@ mod tests {
         }
     }
 
+    /// Four iterations at `tol` 0, the rest scikit-learn's defaults.
+    fn four_iterations() -> FastIcaOptions {
+        FastIcaOptions {
+            ica: IcaOptions {
+                max_iter: 4,
+                tol: 0.0,
+                ..IcaOptions::default()
+            },
+            ..FastIcaOptions::default()
+        }
+    }
+
+    /// `x` written to `dir` as `x.npy` and read back (mapped from 1 MiB): the path and table.
+    fn written_and_read<T: npyz::AutoSerialize + Copy + 'static>(
+        x: &Matrix<T>,
+        dir: &tempfile::TempDir,
+    ) -> (std::path::PathBuf, crate::io::Table) {
+        let path = dir.path().join("x.npy");
+        crate::io::write_npy(&path, x).unwrap();
+        let table = crate::io::read_npy(&path).unwrap();
+        (path, table)
+    }
+
     /// A mapped input released as it is whitened (`PoolExecutor::releasing`): the model and
     /// the sources (which read the released pages again) of the same values in a vector whose
     /// white rows are all stored, bit for bit, on 1 and 2 threads; the file's values are
@@ -992,20 +1028,11 @@ mod tests {
         let (n, d, k) = (2 * CHUNK + 1500, 40, 32);
         let x = mixtures(n, d);
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("x.npy");
-        crate::io::write_npy(&path, &x).unwrap();
-        let crate::io::Table::F64(mapped) = crate::io::read_npy(&path).unwrap() else {
+        let (_, crate::io::Table::F64(mapped)) = written_and_read(&x, &dir) else {
             panic!("not f64")
         };
         assert!(mapped.data.is_mapped());
-        let options = FastIcaOptions {
-            ica: IcaOptions {
-                max_iter: 4,
-                tol: 0.0,
-                ..IcaOptions::default()
-            },
-            ..FastIcaOptions::default()
-        };
+        let options = four_iterations();
         let stored = run(&x, k, options, 1, Some(usize::MAX));
         for threads in [1, 2] {
             assert!(
@@ -1019,46 +1046,23 @@ mod tests {
     /// A mapped f32 file fitted in f64 (rows widened as every pass reads them): its pages are
     /// released once read, by the whitening of stored rows, by each pass that whitens rows
     /// again (at `RELEASE_MIN_K` components) and by the sources, and read back from the page
-    /// cache. The model and the sources
-    /// are those of the same values in a vector, bit for bit, whatever is stored, on 1 and 2
-    /// threads; the file's values are unchanged.
+    /// cache. The model and the sources are those of the same values in a vector, bit for bit,
+    /// whatever is stored, on 1 and 2 threads; the file's values are unchanged.
     #[test]
     fn a_widened_mapped_input_released_as_read_changes_no_bit() {
         let (n, d, k) = (2 * CHUNK + 1500, 128, RELEASE_MIN_K);
         let x = mixtures(n, d).map(|v| v as f32);
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("x.npy");
-        crate::io::write_npy(&path, &x).unwrap();
-        let crate::io::Table::F32(mapped) = crate::io::read_npy(&path).unwrap() else {
+        let (path, crate::io::Table::F32(mapped)) = written_and_read(&x, &dir) else {
             panic!("not f32")
         };
         assert!(mapped.data.is_mapped());
         let options = FastIcaOptions {
-            ica: IcaOptions {
-                max_iter: 4,
-                tol: 0.0,
-                ..IcaOptions::default()
-            },
             canonical: true,
-            ..FastIcaOptions::default()
+            ..four_iterations()
         };
         let widened = |x: &Matrix<f32>, threads: usize, store: Option<usize>| {
-            let progress = |_: usize, _: f64| {};
-            let job = FitJob {
-                n_components: Some(k),
-                options,
-                init: WInit::Seed(3),
-                threads,
-                progress: &progress,
-                converted_from: Some(4),
-            };
-            let (model, _, sources) = fit_then::<f64, f32, _>(x, &job, store, |view, pool| {
-                let mut bytes = Vec::new();
-                write_sources(view, x, pool, &mut bytes, || {})?;
-                Ok(bytes)
-            })
-            .unwrap();
-            (serde_json::to_string(&model).unwrap(), sources)
+            run_widened::<f64, f32>(x, k, options, threads, store, Some(4))
         };
         let owned = widened(&x, 1, None);
         for (threads, store) in [(1, None), (2, None), (1, Some(0)), (2, Some(1))] {
