@@ -733,7 +733,7 @@ const IO_CHUNK: usize = 1 << 16;
 
 /// The `.npy` version 1.0 header of a C-order `rows x cols` array of `descr`: magic, version,
 /// length, then the dict padded with spaces to a multiple of 64 bytes and ended by a newline.
-fn npy_header(descr: &str, rows: usize, cols: usize) -> Vec<u8> {
+pub fn npy_header(descr: &str, rows: usize, cols: usize) -> Vec<u8> {
     let mut dict =
         format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': ({rows}, {cols}), }}");
     let unpadded = 10 + dict.len() + 1;

@@ -265,6 +265,36 @@ pub fn core_to_spare(threads: usize) -> bool {
     }
 }
 
+/// How a streamed output's rows reach its file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Delivery {
+    /// In row order, by a second thread while the workers compute the next block
+    /// ([`write_behind`]).
+    Behind,
+    /// In row order, a block computed and then written in turn ([`write_behind`] without).
+    InTurn,
+    /// Each worker writes the rows it computed at their place in the file (positional writes).
+    InPlace,
+}
+
+impl Delivery {
+    /// For `threads` workers: behind them when they leave a core free ([`core_to_spare`]);
+    /// otherwise in place, where positional writes of the values' memory are the file's bytes (a
+    /// little-endian Unix), else in turn. `UNMIX_WRITE_IN_PLACE=never` chooses in turn over in
+    /// place (for measurements).
+    pub fn for_threads(threads: usize) -> Self {
+        if core_to_spare(threads) {
+            Self::Behind
+        } else if cfg!(all(unix, target_endian = "little"))
+            && std::env::var("UNMIX_WRITE_IN_PLACE").as_deref() != Ok("never")
+        {
+            Self::InPlace
+        } else {
+            Self::InTurn
+        }
+    }
+}
+
 /// Computes blocks on this thread and hands them to `sink`, in block order. `fill(b, buf)`
 /// computes block `b` of `blocks` into `buf` (`max_len` values) and returns how many values it
 /// filled.

@@ -1,8 +1,9 @@
 //! The jobs behind the subcommands, on in-memory tables.
 
-use crate::fastica::{pool, release_slots, run_pass, stream_rows};
+use crate::fastica::{pool, release_slots, run_pass, stream_rows, write_rows_npy};
 use crate::io::Matrix;
 use crate::moments::GemmMoments;
+use crate::output::Delivery;
 use crate::simd::{CliKernel, GemmFloat, centred_product};
 use crate::widen::{Widened, Widens};
 use anyhow::Result;
@@ -196,19 +197,35 @@ pub fn whiten_blocks<T: GemmFloat>(
     pool: &rayon::ThreadPool,
     sink: impl FnMut(&[T]) -> Result<()> + Send,
 ) -> Result<()> {
-    let (d, k) = (x.cols, view.n_components());
-    stream_rows(
-        pool,
-        x,
-        k,
-        #[inline(always)]
-        |xi, zi| {
-            centred_product(xi, d, view.mean(), view.whitening(), zi, k, |xi, zi| {
-                view.transform_rows(xi, zi)
-            })
-        },
-        sink,
-    )
+    let (k, threads) = (view.n_components(), pool.current_num_threads());
+    let behind = crate::output::core_to_spare(threads);
+    stream_rows(pool, x, k, |xi, zi| whiten_rows(view, xi, zi), behind, sink)
+}
+
+/// Whitens `x` under `view` into the `.npy` file that `w` wraps, delivered as `delivery` says
+/// ([`write_rows_npy`]): `unmix whiten`'s output, the bytes of [`whiten_blocks`]'s rows.
+pub fn whiten_into<T: GemmFloat + crate::io::NpyFloat>(
+    view: &WhitenerView<'_, T>,
+    x: &Matrix<T>,
+    pool: &rayon::ThreadPool,
+    delivery: Delivery,
+    w: &mut std::io::BufWriter<&std::fs::File>,
+) -> Result<()> {
+    let k = view.n_components();
+    write_rows_npy(delivery, pool, x, k, |xi, zi| whiten_rows(view, xi, zi), w)
+}
+
+/// The whitened rows `z` of rows `x`: the one row map of [`whiten_blocks`] and [`whiten_into`].
+#[inline(always)]
+fn whiten_rows<T: GemmFloat>(
+    view: &WhitenerView<'_, T>,
+    x: &[T],
+    z: &mut [T],
+) -> unmix::Result<()> {
+    let (d, k) = (view.n_features(), view.n_components());
+    centred_product(x, d, view.mean(), view.whitening(), z, k, |xi, zi| {
+        view.transform_rows(xi, zi)
+    })
 }
 
 #[cfg(test)]

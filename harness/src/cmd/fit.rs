@@ -3,7 +3,7 @@
 use super::{check_fit_size, explain_rank_zero, named, read_input_described, require_npy, threads};
 use crate::fastica::{self, FitJob};
 use crate::io::{self, Matrix, Table};
-use crate::output::Outputs;
+use crate::output::{Delivery, Outputs};
 use crate::simd::GemmFloat;
 use crate::widen::Widens;
 use anyhow::{Context, Result, bail};
@@ -261,9 +261,9 @@ fn fit_and_write<T: GemmFloat + io::NpyFloat + serde::Serialize, S: Widens<T>>(
 ) -> Result<(crate::model::FastIcaModel, IcaInfo)> {
     let (model, info, ()) = fastica::fit_then(x, job, None, |view, pool| {
         if sources {
+            let delivery = Delivery::for_threads(pool.current_num_threads());
             outputs.write("--sources", |w| {
-                let file = *w.get_ref();
-                fastica::write_sources(view, x, pool, w, || crate::output::start_writeback(file))
+                fastica::write_sources(view, x, pool, delivery, w)
             })?;
         }
         Ok(())

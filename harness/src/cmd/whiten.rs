@@ -2,9 +2,9 @@
 
 use super::{check_fit_size, explain_rank_zero, named, read_input, require_npy, threads};
 use crate::io::Table;
-use crate::io::{Matrix, NpyFloat, NpyRows};
-use crate::output::Outputs;
-use crate::pipeline::{WhitenJob, whiten_blocks, whiten_then};
+use crate::io::{Matrix, NpyFloat};
+use crate::output::{Delivery, Outputs};
+use crate::pipeline::{WhitenJob, whiten_into, whiten_then};
 use crate::simd::GemmFloat;
 use anyhow::{Context, Result, bail};
 use std::path::PathBuf;
@@ -105,16 +105,8 @@ fn whiten_to<T: GemmFloat + NpyFloat + serde::Serialize>(
     outputs: &mut Outputs,
 ) -> Result<(crate::model::WhitenerModel, f64)> {
     let (model, check, ()) = whiten_then(x, job, |view, pool| {
-        outputs.write("--output", |w| {
-            let file = *w.get_ref();
-            let mut out = NpyRows::begin(w, x.rows, view.n_components())?;
-            whiten_blocks(view, x, pool, |z| {
-                out.push(z)?;
-                crate::output::start_writeback(file);
-                Ok(())
-            })?;
-            out.finish()
-        })
+        let delivery = Delivery::for_threads(pool.current_num_threads());
+        outputs.write("--output", |w| whiten_into(view, x, pool, delivery, w))
     })?;
     Ok((model, check))
 }
