@@ -857,7 +857,6 @@ pub fn in_place_piece_rows(k: usize, elem: usize) -> usize {
 /// page cache in any order, each by the worker that computed it. Measured at 2e4 x 256 on two
 /// threads of two cores (`unmix whiten`, the phase "transform and write", which ends with the
 /// `fsync`): 31-36 ms, against 38-44 ms with the blocks written in turn (`benches/README.md`).
-#[cfg(all(unix, target_endian = "little"))]
 fn write_rows_in_place<S: Float + Send + Sync, T: GemmFloat + crate::io::NpyFloat>(
     pool: &rayon::ThreadPool,
     x: &Matrix<S>,
@@ -866,48 +865,45 @@ fn write_rows_in_place<S: Float + Send + Sync, T: GemmFloat + crate::io::NpyFloa
     file: &std::fs::File,
     start: u64,
 ) -> Result<()> {
-    use std::os::unix::fs::FileExt;
-    let (d, elem) = (x.cols.max(1), std::mem::size_of::<T>());
-    let rows = in_place_piece_rows(k, elem);
-    pool.install(|| {
-        x.data.par_chunks(rows * d).enumerate().try_for_each_init(
-            Vec::new,
-            |buf: &mut Vec<T>, (p, xp)| -> Result<()> {
-                buf.resize(xp.len() / d * k, T::ZERO);
-                let pieces = xp.chunks(MAP_ROWS * d).zip(buf.chunks_mut(MAP_ROWS * k));
-                for (i, (xi, oi)) in pieces.enumerate() {
-                    crate::simd::fastest(
-                        #[inline(always)]
-                        || f(xi, oi),
-                    )
-                    .map_err(|e| renumber(e, (p * rows + i * MAP_ROWS) as u64))?;
-                }
-                let offset = (p * rows * k * elem) as u64;
-                file.write_all_at(T::as_bytes(buf), start + offset)?;
-                crate::output::start_writeback(file);
-                Ok(())
-            },
-        )
-    })
-}
-
-/// Never called: [`Delivery::for_threads`] chooses in place only where positional writes of
-/// the values' memory are the file's bytes.
-#[cfg(not(all(unix, target_endian = "little")))]
-fn write_rows_in_place<S: Float + Send + Sync, T: GemmFloat + crate::io::NpyFloat>(
-    _: &rayon::ThreadPool,
-    _: &Matrix<S>,
-    _: usize,
-    _: impl Fn(&[S], &mut [T]) -> unmix::Result<()> + Sync,
-    _: &std::fs::File,
-    _: u64,
-) -> Result<()> {
-    anyhow::bail!("internal: no in-place writes on this target")
+    // Elsewhere [`Delivery::for_threads`] never chooses in place: positional writes of the
+    // values' memory would not be the file's bytes.
+    #[cfg(not(all(unix, target_endian = "little")))]
+    {
+        let _ = (pool, x, k, f, file, start);
+        anyhow::bail!("internal: no in-place writes on this target")
+    }
+    #[cfg(all(unix, target_endian = "little"))]
+    {
+        use std::os::unix::fs::FileExt;
+        let (d, elem) = (x.cols.max(1), std::mem::size_of::<T>());
+        let rows = in_place_piece_rows(k, elem);
+        pool.install(|| {
+            x.data.par_chunks(rows * d).enumerate().try_for_each_init(
+                Vec::new,
+                |buf: &mut Vec<T>, (p, xp)| -> Result<()> {
+                    buf.resize(xp.len() / d * k, T::ZERO);
+                    let pieces = xp.chunks(MAP_ROWS * d).zip(buf.chunks_mut(MAP_ROWS * k));
+                    for (i, (xi, oi)) in pieces.enumerate() {
+                        crate::simd::fastest(
+                            #[inline(always)]
+                            || f(xi, oi),
+                        )
+                        .map_err(|e| renumber(e, (p * rows + i * MAP_ROWS) as u64))?;
+                    }
+                    let offset = (p * rows * k * elem) as u64;
+                    file.write_all_at(T::as_bytes(buf), start + offset)?;
+                    crate::output::start_writeback(file);
+                    Ok(())
+                },
+            )
+        })
+    }
 }
 
 /// Writes the sources of `x` under `view` as a `.npy` into the file `w` wraps, delivered as
 /// `delivery` says ([`write_rows_npy`]). A mapped `x`'s pages are released once read
-/// ([`crate::io::Values::release_piece`]): the sources' pieces take their place.
+/// ([`crate::io::Values::release_piece`]), the sources' pieces taking their place, and all of
+/// them once more at the end.
 pub fn write_sources<T: GemmFloat + crate::io::NpyFloat, S: Widens<T>>(
     view: &FastIcaView<'_, T>,
     x: &Matrix<S>,
@@ -927,7 +923,13 @@ pub fn write_sources<T: GemmFloat + crate::io::NpyFloat, S: Widens<T>>(
             Ok(())
         },
         w,
-    )
+    )?;
+    // Then what the kernel mapped again about pieces already released: a page read maps its
+    // neighbours too (up to a whole large folio of the page cache), and in place the workers
+    // read neighbouring pieces at different times (2 MB of a 5 MB map was left in half the runs
+    // of `a_widened_mapped_input_released_as_read_changes_no_bit` without this).
+    x.data.release(0..x.data.len());
+    Ok(())
 }
 
 /// Sources of rows `x` under `view`: the CLI's one source transform (`fit` and `transform`
@@ -1229,8 +1231,9 @@ mod tests {
             );
         }
         // What of the map this process still holds (Linux), against the 5 MB it was populated
-        // with: at most the pages that the kernel's fault-around (64 KB about each page read)
-        // mapped again next to one of the ten 512 KB pieces already released.
+        // with: the sources' pass releases each piece as read and the whole map at its end
+        // (8 kB measured: the first and last pages; 2 MB in half the runs with the pieces' releases
+        // alone, written in place; 4.8 MB with neither).
         #[cfg(target_os = "linux")]
         {
             let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
