@@ -199,7 +199,16 @@ pub fn whiten_blocks<T: GemmFloat>(
 ) -> Result<()> {
     let (k, threads) = (view.n_components(), pool.current_num_threads());
     let behind = crate::output::core_to_spare(threads);
-    stream_rows(pool, x, k, |xi, zi| whiten_rows(view, xi, zi), behind, sink)
+    stream_rows(
+        pool,
+        x,
+        k,
+        // Inlined into the AVX2 instance of the pieces' loop, as every row map.
+        #[inline(always)]
+        |xi, zi| whiten_rows(view, xi, zi),
+        behind,
+        sink,
+    )
 }
 
 /// Whitens `x` under `view` into the `.npy` file that `w` wraps, delivered as `delivery` says
@@ -212,7 +221,15 @@ pub fn whiten_into<T: GemmFloat + crate::io::NpyFloat>(
     w: &mut std::io::BufWriter<&std::fs::File>,
 ) -> Result<()> {
     let k = view.n_components();
-    write_rows_npy(delivery, pool, x, k, |xi, zi| whiten_rows(view, xi, zi), w)
+    write_rows_npy(
+        delivery,
+        pool,
+        x,
+        k,
+        #[inline(always)]
+        |xi, zi| whiten_rows(view, xi, zi),
+        w,
+    )
 }
 
 /// The whitened rows `z` of rows `x`: the one row map of [`whiten_blocks`] and [`whiten_into`].
