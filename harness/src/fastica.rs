@@ -585,14 +585,33 @@ pub fn map_rows<S: Float + Send + Sync, T: Float + Send + Sync>(
         x.par_chunks(MAP_ROWS * in_w)
             .zip(out.par_chunks_mut(MAP_ROWS * out_w))
             .enumerate()
-            .try_for_each(|(index, (xi, oi))| {
-                crate::simd::fastest(
-                    #[inline(always)]
-                    || f(xi, oi),
-                )
-                .map_err(|e| renumber(e, (index * MAP_ROWS) as u64))
-            })
+            .try_for_each(|(index, (xi, oi))| map_pieces(xi, in_w, oi, out_w, index * MAP_ROWS, &f))
     })
+}
+
+/// [`map_rows`]'s work on this thread: `f` on each [`MAP_ROWS`]-row piece of `x` (whose first
+/// row is row `first` of the table) into `out`, in the AVX2 instance where the CPU has it; an
+/// error names its row counted from the start of the table.
+fn map_pieces<S: Float, T: Float>(
+    x: &[S],
+    in_w: usize,
+    out: &mut [T],
+    out_w: usize,
+    first: usize,
+    f: &impl Fn(&[S], &mut [T]) -> unmix::Result<()>,
+) -> unmix::Result<()> {
+    let (in_w, out_w) = (in_w.max(1), out_w.max(1));
+    let pieces = x
+        .chunks(MAP_ROWS * in_w)
+        .zip(out.chunks_mut(MAP_ROWS * out_w));
+    for (i, (xi, oi)) in pieces.enumerate() {
+        crate::simd::fastest(
+            #[inline(always)]
+            || f(xi, oi),
+        )
+        .map_err(|e| renumber(e, (first + i * MAP_ROWS) as u64))?;
+    }
+    Ok(())
 }
 
 /// `e` with a non-finite value's row counted `offset` rows further: from the start of the table
@@ -882,14 +901,7 @@ fn write_rows_in_place<S: Float + Send + Sync, T: GemmFloat + crate::io::NpyFloa
                 Vec::new,
                 |buf: &mut Vec<T>, (p, xp)| -> Result<()> {
                     buf.resize(xp.len() / d * k, T::ZERO);
-                    let pieces = xp.chunks(MAP_ROWS * d).zip(buf.chunks_mut(MAP_ROWS * k));
-                    for (i, (xi, oi)) in pieces.enumerate() {
-                        crate::simd::fastest(
-                            #[inline(always)]
-                            || f(xi, oi),
-                        )
-                        .map_err(|e| renumber(e, (p * rows + i * MAP_ROWS) as u64))?;
-                    }
+                    map_pieces(xp, d, buf, k, p * rows, &f)?;
                     let offset = (p * rows * k * elem) as u64;
                     file.write_all_at(T::as_bytes(buf), start + offset)?;
                     crate::output::start_writeback(file);
